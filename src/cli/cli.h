@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef PG_CLI_H
+#define PG_CLI_H
+
+#include <stdio.h>
+#include <perfgraft/common.h>
+
+#define EXIT_BADINPUT 1
+#define EXIT_USAGE 2
+
+struct cli_warnings {
+	unsigned verbose;
+	unsigned long shown, hidden;
+	/* JSON mode: warnings are collected instead of printed */
+	bool collect;
+	char **list;
+	size_t n, cap;
+	unsigned long dropped;
+};
+
+void cli_diag_init(struct pg_diag *d, struct cli_warnings *w);
+void cli_warnings_flush(struct cli_warnings *w);
+void cli_warnings_free(struct cli_warnings *w);
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Output helpers */
+void out_escaped(FILE *f, const char *s);	/* C-style escapes for text output */
+bool utf8_valid(const char *s);
+void json_str(FILE *f, const char *s);		/* quoted JSON string (U+FFFD for bad bytes) */
+void json_hex(FILE *f, const char *s);		/* quoted hex of the raw bytes */
+double now_seconds(void);
+bool progress_due(double *next);
+
+int cmd_dump(int argc, char **argv);
+int cmd_elf(int argc, char **argv);
+
+#endif

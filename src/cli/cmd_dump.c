@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: MIT */
+/* perfgraft dump: any supported input, auto-detected, human-readable. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <byteswap.h>
+
+#include <perfgraft/jitdump.h>
+#include "cli/cli.h"
+
+static void do_help(FILE *f)
+{
+	fprintf(f, "usage: perfgraft dump [-v] [--json] FILE\n\n"
+		   "Prints FILE readably; the format is detected from its contents.\n"
+		   "Supported: jitdump (jit-PID.dump).\n\n"
+		   "  --json      one JSON object instead of text\n"
+		   "  -v          print every warning (default: the first 20)\n"
+		   "  -h, --help  this text\n");
+}
+
+static const char *type_name(uint32_t id)
+{
+	static const char *const names[] = { "LOAD", "MOVE", "DEBUG_INFO", "CLOSE", "UNWINDING_INFO" };
+
+	return id < 5 ? names[id] : "UNKNOWN";
+}
+
+static void text_record(const struct pg_jd_record *r, const struct pg_jd_header *h)
+{
+	printf("%10llu  %-14s time %llu", (unsigned long long)r->offset, type_name(r->id),
+	       (unsigned long long)r->timestamp);
+	switch (r->id) {
+	case PG_JD_LOAD: {
+		const struct pg_jd_load *l = &r->u.load;
+
+		printf("  pid %u tid %u code 0x%llx size %llu index %llu \"", l->pid, l->tid,
+		       (unsigned long long)l->code_addr, (unsigned long long)l->code_size,
+		       (unsigned long long)l->code_index);
+		out_escaped(stdout, l->name);
+		printf("\"");
+		if (l->vma != l->code_addr)
+			printf(" vma 0x%llx", (unsigned long long)l->vma);
+		break;
+	}
+	case PG_JD_MOVE: {
+		const struct pg_jd_move *m = &r->u.move;
+
+		printf("  pid %u tid %u index %llu 0x%llx -> 0x%llx size %llu", m->pid, m->tid,
+		       (unsigned long long)m->code_index, (unsigned long long)m->old_code_addr,
+		       (unsigned long long)m->new_code_addr, (unsigned long long)m->code_size);
+		break;
+	}
+	case PG_JD_DEBUG_INFO: {
+		const struct pg_jd_debug *d = &r->u.debug;
+
+		printf("  code 0x%llx entries %llu%s\n", (unsigned long long)d->code_addr,
+		       (unsigned long long)d->nr_entry, d->dropped ? " (dropped: damaged)" : "");
+		for (size_t i = 0; i < d->nr_lines; i++) {
+			const struct pg_jd_line *ln = &d->lines[i];
+
+			printf("            0x%llx", (unsigned long long)ln->addr);
+			if (h->line_bias && ln->addr >= h->line_bias)
+				printf(" (pc 0x%llx)", (unsigned long long)(ln->addr - h->line_bias));
+			printf("  ");
+			if (ln->file)
+				out_escaped(stdout, ln->file);
+			else
+				printf("<damaged name>");
+			printf(":%u %s %u\n", ln->line, h->v8 ? "column" : "discriminator", ln->discrim);
+		}
+		return;
+	}
+	case PG_JD_UNWINDING_INFO: {
+		const struct pg_jd_unwind *u = &r->u.unwind;
+
+		printf("  unwinding %llu eh_frame_hdr %llu mapped %llu%s",
+		       (unsigned long long)u->unwinding_size, (unsigned long long)u->eh_frame_hdr_size,
+		       (unsigned long long)u->mapped_size, u->dropped ? " (dropped: inconsistent)" : "");
+		break;
+	}
+	case PG_JD_CLOSE:
+		break;
+	default:
+		printf("  id %u size %u (skipped)", r->id, r->size);
+		break;
+	}
+	printf("\n");
+}
+
+static void json_record(const struct pg_jd_record *r, bool first)
+{
+	printf("%s\n  {\"offset\":%llu,\"type\":\"%s\",\"id\":%u,\"size\":%u,\"timestamp\":%llu",
+	       first ? "" : ",", (unsigned long long)r->offset, type_name(r->id), r->id, r->size,
+	       (unsigned long long)r->timestamp);
+	switch (r->id) {
+	case PG_JD_LOAD: {
+		const struct pg_jd_load *l = &r->u.load;
+
+		printf(",\"pid\":%u,\"tid\":%u,\"vma\":%llu,\"code_addr\":%llu,\"code_size\":%llu,\"code_index\":%llu,\"name\":",
+		       l->pid, l->tid, (unsigned long long)l->vma, (unsigned long long)l->code_addr,
+		       (unsigned long long)l->code_size, (unsigned long long)l->code_index);
+		json_str(stdout, l->name);
+		if (!utf8_valid(l->name)) {
+			printf(",\"name_hex\":");
+			json_hex(stdout, l->name);
+		}
+		break;
+	}
+	case PG_JD_MOVE: {
+		const struct pg_jd_move *m = &r->u.move;
+
+		printf(",\"pid\":%u,\"tid\":%u,\"vma\":%llu,\"old_code_addr\":%llu,\"new_code_addr\":%llu,\"code_size\":%llu,\"code_index\":%llu",
+		       m->pid, m->tid, (unsigned long long)m->vma, (unsigned long long)m->old_code_addr,
+		       (unsigned long long)m->new_code_addr, (unsigned long long)m->code_size,
+		       (unsigned long long)m->code_index);
+		break;
+	}
+	case PG_JD_DEBUG_INFO: {
+		const struct pg_jd_debug *d = &r->u.debug;
+
+		printf(",\"code_addr\":%llu,\"nr_entry\":%llu,\"dropped\":%s,\"lines\":[",
+		       (unsigned long long)d->code_addr, (unsigned long long)d->nr_entry,
+		       d->dropped ? "true" : "false");
+		for (size_t i = 0; i < d->nr_lines; i++) {
+			const struct pg_jd_line *ln = &d->lines[i];
+
+			printf("%s{\"addr\":%llu,\"line\":%u,\"discrim\":%u,\"file\":", i ? "," : "",
+			       (unsigned long long)ln->addr, ln->line, ln->discrim);
+			if (ln->file)
+				json_str(stdout, ln->file);
+			else
+				printf("null");
+			printf("}");
+		}
+		printf("]");
+		break;
+	}
+	case PG_JD_UNWINDING_INFO: {
+		const struct pg_jd_unwind *u = &r->u.unwind;
+
+		printf(",\"unwinding_size\":%llu,\"eh_frame_hdr_size\":%llu,\"mapped_size\":%llu,\"dropped\":%s",
+		       (unsigned long long)u->unwinding_size, (unsigned long long)u->eh_frame_hdr_size,
+		       (unsigned long long)u->mapped_size, u->dropped ? "true" : "false");
+		break;
+	}
+	default:
+		break;
+	}
+	printf("}");
+}
+
+static int dump_jitdump(const char *path, bool json, struct cli_warnings *w)
+{
+	struct pg_diag diag;
+	struct pg_jitdump_stats st;
+	struct pg_jd_record rec;
+	const struct pg_jd_header *h;
+	pg_jitdump *jd;
+	bool first = true;
+	int ret;
+
+	cli_diag_init(&diag, w);
+	ret = pg_jitdump_open(path, PG_JITDUMP_ALL_RECORDS, &diag, &jd);
+	if (ret < 0) {
+		if (json) {
+			printf("{\"format\":\"jitdump\",\"file\":");
+			json_str(stdout, path);
+			printf(",\"header\":null,\"records\":[],\"warnings\":[],\"error\":");
+			json_str(stdout, diag.err);
+			printf("}\n");
+		}
+		cli_error("%s", diag.err);
+		return EXIT_BADINPUT;
+	}
+	h = pg_jitdump_header(jd);
+	if (json) {
+		printf("{\"format\":\"jitdump\",\"file\":");
+		json_str(stdout, path);
+		printf(",\"header\":{\"version\":%u,\"total_size\":%u,\"elf_mach\":%u,\"pad1\":%u,\"pid\":%u,\"timestamp\":%llu,\"flags\":%llu,\"byte_order\":\"%s\",\"class\":%d,\"line_bias\":%u},\n\"records\":[",
+		       h->version, h->total_size, h->elf_mach, h->pad1, h->pid,
+		       (unsigned long long)h->timestamp, (unsigned long long)h->flags,
+		       h->big_endian ? "big" : "little", h->is_64bit ? 64 : 32, h->line_bias);
+	} else {
+		printf("%s: jitdump version %u, %s-endian, %d-bit, e_machine %u, pid %u\n", path,
+		       h->version, h->big_endian ? "big" : "little", h->is_64bit ? 64 : 32,
+		       h->elf_mach, h->pid);
+		printf("header: total_size %u, pad1 0x%x, timestamp %llu, flags 0x%llx%s%s\n",
+		       h->total_size, h->pad1, (unsigned long long)h->timestamp,
+		       (unsigned long long)h->flags,
+		       h->flags & PG_JITDUMP_FLAG_ARCH_TIMESTAMP ? " (ARCH_TIMESTAMP)" : "",
+		       h->v8 ? "; written by V8: line addresses are 0x40 past their instruction" : "");
+		printf("    offset  record\n");
+	}
+	while ((ret = pg_jitdump_next(jd, &rec)) > 0) {
+		if (json)
+			json_record(&rec, first);
+		else
+			text_record(&rec, h);
+		first = false;
+	}
+	pg_jitdump_stats(jd, &st);
+	if (json) {
+		printf("\n],\"warnings\":[");
+		for (size_t i = 0; i < w->n; i++) {
+			if (i)
+				printf(",");
+			json_str(stdout, w->list[i]);
+		}
+		printf("],\"warnings_omitted\":%lu,\"error\":", w->dropped);
+		if (ret < 0)
+			json_str(stdout, diag.err);
+		else
+			printf("null");
+		printf(",\"summary\":{\"records\":%llu,\"loads\":%llu,\"moves\":%llu,\"debug_infos\":%llu,\"unwinding_infos\":%llu,\"closes\":%llu,\"unknown\":%llu,\"lines\":%llu,\"damaged_names\":%llu,\"truncated_bytes\":%llu}}\n",
+		       (unsigned long long)st.records, (unsigned long long)st.loads,
+		       (unsigned long long)st.moves, (unsigned long long)st.debug_infos,
+		       (unsigned long long)st.unwinding_infos, (unsigned long long)st.closes,
+		       (unsigned long long)st.unknown, (unsigned long long)st.lines,
+		       (unsigned long long)st.damaged_names, (unsigned long long)st.truncated_bytes);
+	} else {
+		printf("summary: %llu records: %llu LOAD, %llu MOVE, %llu DEBUG_INFO (%llu lines), %llu UNWINDING_INFO, %llu CLOSE, %llu unknown\n",
+		       (unsigned long long)st.records, (unsigned long long)st.loads,
+		       (unsigned long long)st.moves, (unsigned long long)st.debug_infos,
+		       (unsigned long long)st.lines, (unsigned long long)st.unwinding_infos,
+		       (unsigned long long)st.closes, (unsigned long long)st.unknown);
+	}
+	pg_jitdump_close(jd);
+	if (ret < 0) {
+		cli_error("%s", diag.err);
+		return EXIT_BADINPUT;
+	}
+	return 0;
+}
+
+int cmd_dump(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct cli_warnings w = { 0 };
+	unsigned char magic[4];
+	bool json = false;
+	int c, fd, ret;
+	ssize_t n;
+
+	while ((c = getopt_long(argc, argv, "jvh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = true; break;
+		case 'v': w.verbose++; break;
+		case 'h': do_help(stdout); return 0;
+		default: do_help(stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind + 1 != argc) {
+		do_help(stderr);
+		return EXIT_USAGE;
+	}
+	w.collect = json;
+	fd = open(argv[optind], O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		cli_error("%s: %s", argv[optind], strerror(errno));
+		return EXIT_BADINPUT;
+	}
+	n = read(fd, magic, sizeof(magic));
+	close(fd);
+	if (n == 4) {
+		uint32_t m;
+
+		memcpy(&m, magic, 4);
+		if (m == PG_JITDUMP_MAGIC || m == bswap_32(PG_JITDUMP_MAGIC)) {
+			ret = dump_jitdump(argv[optind], json, &w);
+			cli_warnings_flush(&w);
+			cli_warnings_free(&w);
+			return ret;
+		}
+	}
+	cli_error("%s: offset 0: unrecognized format (perfgraft dump reads jitdump files)",
+		  argv[optind]);
+	return EXIT_BADINPUT;
+}

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/* perfgraft elf: ELF images for the code of a jitdump. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <perfgraft/elfimage.h>
+#include "cli/cli.h"
+
+static void do_help(FILE *f)
+{
+	fprintf(f, "usage: perfgraft elf [-o DIR] [--per-function] [--prefix NAME] [--list] [-v] JITDUMP\n\n"
+		   "Writes ELF images with the code, symbols, DWARF line tables and unwind\n"
+		   "tables of every function in JITDUMP.  Functions without CFI share packed\n"
+		   "images; a function with CFI gets an image of its own.\n\n"
+		   "  -o, --output DIR    directory for the images (default: .)\n"
+		   "  --per-function      one image per function, as perf inject --jit writes\n"
+		   "  --prefix NAME       image file name prefix (default: jitted-PID)\n"
+		   "  --pack-limit BYTES  code bytes per packed image (default: 256 MiB)\n"
+		   "  -l, --list          print where each function landed (tab-separated:\n"
+		   "                      index, code_addr, size, image, pgoff, map_len, name)\n"
+		   "  -q, --quiet         no summary on stderr\n"
+		   "  -v                  print every warning (default: the first 20)\n"
+		   "  -h, --help          this text\n");
+}
+
+/* Removes what this run wrote: a failed run leaves no partial set. */
+static void remove_images(pg_elfset *set, const char *dir)
+{
+	(void)dir;
+	for (size_t i = 0; i < pg_elfset_count(set); i++) {
+		const struct pg_elf_image *im = pg_elfset_image(set, i);
+
+		if (im->written)
+			unlink(im->path);
+	}
+}
+
+int cmd_elf(int argc, char **argv)
+{
+	enum { OPT_PER_FUNCTION = 256, OPT_PREFIX, OPT_PACK_LIMIT };
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "per-function", no_argument, NULL, OPT_PER_FUNCTION },
+		{ "prefix", required_argument, NULL, OPT_PREFIX },
+		{ "pack-limit", required_argument, NULL, OPT_PACK_LIMIT },
+		{ "list", no_argument, NULL, 'l' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct pg_elfset_opts eo = { .dir = "." };
+	struct cli_warnings w = { 0 };
+	struct pg_jitdump_stats st;
+	struct pg_diag diag;
+	struct pg_jd_record rec;
+	pg_jitdump *jd = NULL;
+	pg_elfset *set = NULL;
+	bool list = false, quiet = false;
+	uint64_t placed = 0, skipped = 0, bytes = 0;
+	double t0 = now_seconds(), next_progress = 0;
+	int c, ret, status = 0;
+	char *end;
+
+	while ((c = getopt_long(argc, argv, "o:lqvh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': eo.dir = optarg; break;
+		case OPT_PER_FUNCTION: eo.per_function = true; break;
+		case OPT_PREFIX: eo.prefix = optarg; break;
+		case OPT_PACK_LIMIT:
+			errno = 0;
+			eo.pack_limit = strtoull(optarg, &end, 0);
+			if (errno || *end || !eo.pack_limit) {
+				cli_error("--pack-limit takes a positive number of bytes, not '%s'", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'l': list = true; break;
+		case 'q': quiet = true; break;
+		case 'v': w.verbose++; break;
+		case 'h': do_help(stdout); return 0;
+		default: do_help(stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind + 1 != argc) {
+		do_help(stderr);
+		return EXIT_USAGE;
+	}
+	cli_diag_init(&diag, &w);
+	ret = pg_jitdump_open(argv[optind], 0, &diag, &jd);
+	if (ret < 0) {
+		cli_error("%s", diag.err);
+		return EXIT_BADINPUT;
+	}
+	ret = pg_elfset_new(pg_jitdump_header(jd), argv[optind], &eo, &diag, &set);
+	if (ret < 0) {
+		cli_error("%s", diag.err);
+		pg_jitdump_close(jd);
+		return EXIT_BADINPUT;
+	}
+	while ((ret = pg_jitdump_next(jd, &rec)) > 0) {
+		struct pg_elf_place pl;
+
+		if (rec.type != PG_JD_LOAD)
+			continue;
+		ret = pg_elfset_add(set, &rec.u.load, &pl);
+		if (ret < 0)
+			break;
+		if (ret == 1) {
+			skipped++;
+			continue;
+		}
+		placed++;
+		if (list) {
+			const struct pg_jd_load *l = &rec.u.load;
+
+			printf("%llu\t0x%llx\t%llu\t%s\t0x%llx\t%llu\t",
+			       (unsigned long long)l->code_index, (unsigned long long)l->code_addr,
+			       (unsigned long long)l->code_size, pg_elfset_image(set, pl.image)->name,
+			       (unsigned long long)pl.pgoff, (unsigned long long)pl.map_len);
+			out_escaped(stdout, l->name);
+			putchar('\n');
+		}
+		if (progress_due(&next_progress))
+			fprintf(stderr, "\rperfgraft: elf: %3d%% of %s",
+				(int)(100.0 * rec.offset / (double)pg_jitdump_size(jd)), argv[optind]);
+	}
+	if (ret == 0)
+		ret = pg_elfset_finish(set);
+	if (next_progress > 0)
+		fprintf(stderr, "\r\033[K");
+	if (ret < 0) {
+		cli_error("%s", diag.err);
+		remove_images(set, eo.dir);
+		status = EXIT_BADINPUT;
+	} else if (!quiet) {
+		size_t n = pg_elfset_count(set), ncfi = 0, npack = 0;
+		double dt = now_seconds() - t0;
+
+		for (size_t i = 0; i < n; i++) {
+			const struct pg_elf_image *im = pg_elfset_image(set, i);
+
+			bytes += im->size;
+			ncfi += im->has_cfi;
+			npack += im->nfuncs > 1;
+		}
+		pg_jitdump_stats(jd, &st);
+		cli_warnings_flush(&w);
+		fprintf(stderr, "perfgraft: %s: %llu functions in %zu images in %s (%zu with CFI of their own, %zu shared)%s; %llu line tables with %llu lines; %.1f MB written in %.2f s (%.0f MB/s of input)%s\n",
+			argv[optind], (unsigned long long)placed, n, eo.dir, ncfi, npack,
+			skipped ? " (functions without code skipped)" : "",
+			(unsigned long long)(st.debug_infos - st.dropped_debug),
+			(unsigned long long)st.lines, bytes / 1e6, dt,
+			dt > 0 ? pg_jitdump_size(jd) / 1e6 / dt : 0.0,
+			st.truncated_bytes ? "; the dump's truncated tail was ignored" : "");
+	}
+	cli_warnings_flush(&w);
+	pg_elfset_free(set);
+	pg_jitdump_close(jd);
+	return status;
+}

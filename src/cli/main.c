@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/* perfgraft: git/perf-style dispatch to one file per subcommand. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const struct cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+} cmds[] = {
+	{ "dump", cmd_dump, "print a jitdump file readably (text or --json)" },
+	{ "elf", cmd_elf, "write ELF images (symbols, DWARF lines, unwind tables) for a jitdump" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: perfgraft [--version] [--help] COMMAND [ARGS]\n\n"
+		   "Grafts what Linux perf cannot see onto perf's own toolchain.\n\n"
+		   "Commands:\n");
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
+	fprintf(f, "\n'perfgraft COMMAND --help' or 'man perfgraft-COMMAND' describes a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		printf("perfgraft %s\n", pg_version());
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].fn(argc - 1, argv + 1);
+	cli_error("'%s' is not a perfgraft command (see 'perfgraft --help')", argv[1]);
+	return EXIT_USAGE;
+}

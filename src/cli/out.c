@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+#define MAX_SHOWN 20		/* warnings printed before -v is needed */
+#define MAX_COLLECTED 1000	/* warnings kept for JSON output */
+
+static void on_warn(void *ctx, const char *msg)
+{
+	struct cli_warnings *w = ctx;
+
+	if (w->collect) {
+		char *copy;
+
+		if (w->n == MAX_COLLECTED) {
+			w->dropped++;
+			return;
+		}
+		if (w->n == w->cap) {
+			size_t cap = w->cap ? w->cap * 2 : 16;
+			char **v = realloc(w->list, cap * sizeof(*v));
+
+			if (!v) {
+				w->dropped++;
+				return;
+			}
+			w->list = v;
+			w->cap = cap;
+		}
+		copy = strdup(msg);
+		if (!copy) {
+			w->dropped++;
+			return;
+		}
+		w->list[w->n++] = copy;
+		return;
+	}
+	if (!w->verbose && w->shown >= MAX_SHOWN) {
+		w->hidden++;
+		return;
+	}
+	w->shown++;
+	fprintf(stderr, "perfgraft: warning: %s\n", msg);
+}
+
+void cli_diag_init(struct pg_diag *d, struct cli_warnings *w)
+{
+	memset(d, 0, sizeof(*d));
+	d->warn = on_warn;
+	d->ctx = w;
+}
+
+void cli_warnings_flush(struct cli_warnings *w)
+{
+	if (w->hidden)
+		fprintf(stderr, "perfgraft: warning: %lu more warnings not shown (-v shows them all)\n",
+			w->hidden);
+	w->hidden = 0;
+}
+
+void cli_warnings_free(struct cli_warnings *w)
+{
+	for (size_t i = 0; i < w->n; i++)
+		free(w->list[i]);
+	free(w->list);
+	w->list = NULL;
+	w->n = w->cap = 0;
+}
+
+void cli_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("perfgraft: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void out_escaped(FILE *f, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '\\')
+			fputs("\\\\", f);
+		else if (*p == '\t')
+			fputs("\\t", f);
+		else if (*p == '\n')
+			fputs("\\n", f);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(f, "\\x%02x", *p);
+		else
+			fputc(*p, f);
+	}
+}
+
+/* Length of the valid UTF-8 sequence at p, 0 if invalid. */
+static size_t utf8_seq(const unsigned char *p)
+{
+	unsigned c = p[0];
+	size_t n;
+	unsigned cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, cp = c & 0x07;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return n;
+}
+
+bool utf8_valid(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (*p) {
+		size_t n = utf8_seq(p);
+
+		if (!n)
+			return false;
+		p += n;
+	}
+	return true;
+}
+
+void json_str(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	fputc('"', f);
+	while (*p) {
+		size_t n = utf8_seq(p);
+
+		if (!n) {
+			fputs("\\ufffd", f);
+			p++;
+			continue;
+		}
+		if (n == 1) {
+			if (*p == '"' || *p == '\\')
+				fprintf(f, "\\%c", *p);
+			else if (*p < 0x20 || *p == 0x7f)
+				fprintf(f, "\\u%04x", *p);
+			else
+				fputc(*p, f);
+		} else {
+			fwrite(p, 1, n, f);
+		}
+		p += n;
+	}
+	fputc('"', f);
+}
+
+void json_hex(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		fprintf(f, "%02x", *p);
+	fputc('"', f);
+}
+
+double now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* True at most four times a second, and only when stderr is a terminal. */
+bool progress_due(double *next)
+{
+	double t;
+
+	if (*next < 0)
+		return false;
+	if (*next == 0 && !isatty(STDERR_FILENO)) {
+		*next = -1;
+		return false;
+	}
+	t = now_seconds();
+	if (t < *next)
+		return false;
+	*next = t + 0.25;
+	return true;
+}

@@ -1,0 +1,604 @@
+/* SPDX-License-Identifier: MIT */
+/* ELF images for JIT code.  The layout is described in elfimage.h; every
+ * section offset is chosen here (ELF_F_LAYOUT) so that vaddr == offset for
+ * everything in the single PT_LOAD, which starts at offset 0. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <nettle/sha1.h>
+
+#include <perfgraft/elfimage.h>
+#include "elfimage/dwarf.h"
+#include "util/util.h"
+
+#define DEFAULT_PACK_LIMIT (256ull << 20)
+#define FUNC_ALIGN 16
+#define TEXT_ALIGN 64
+#define BUILD_ID_SIZE 20
+
+enum { SEC_NOTE = 1, SEC_TEXT, SEC_EH_FRAME, SEC_EH_FRAME_HDR, SEC_ABBREV,
+       SEC_INFO, SEC_LINE, SEC_SYMTAB, SEC_STRTAB, SEC_SHSTRTAB, SEC_COUNT };
+
+static const char *const sec_names[SEC_COUNT] = {
+	[SEC_NOTE] = ".note.gnu.build-id", [SEC_TEXT] = ".text",
+	[SEC_EH_FRAME] = ".eh_frame", [SEC_EH_FRAME_HDR] = ".eh_frame_hdr",
+	[SEC_ABBREV] = ".debug_abbrev", [SEC_INFO] = ".debug_info",
+	[SEC_LINE] = ".debug_line", [SEC_SYMTAB] = ".symtab",
+	[SEC_STRTAB] = ".strtab", [SEC_SHSTRTAB] = ".shstrtab",
+};
+
+struct func {
+	const char *name;
+	const uint8_t *code;
+	uint64_t size;
+	uint64_t off;		/* == vaddr */
+	uint32_t strx;		/* name offset in .strtab */
+};
+
+/* An image being assembled. */
+struct img {
+	size_t pub;		/* index in set->images */
+	uint64_t text_off, text_end;
+	struct func *funcs;
+	size_t nfuncs, cap;
+	struct sha1_ctx sha;
+	struct pg_dwarf dw;
+	struct pg_buf strtab;
+	const struct pg_jd_unwind *unw;	/* real CFI, single-function images */
+};
+
+struct pg_elfset {
+	struct pg_jd_header hdr;
+	char *dump_name;	/* basename, for the compile unit's name */
+	char *dir;
+	char *prefix;
+	int dirfd;
+	bool per_function;
+	uint64_t pack_limit;
+	struct pg_diag *diag;
+	struct pg_elf_image *images;
+	size_t nimages, cap;
+	struct pg_strmap names;	/* file names used, against duplicates */
+	struct img *pack;	/* open packed image */
+	unsigned npacks;
+	uint64_t text_off;	/* where .text starts in every image */
+};
+
+static uint64_t headers_end(const struct pg_elfset *set)
+{
+	GElf_Half ehsz = set->hdr.is_64bit ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr);
+	GElf_Half phsz = set->hdr.is_64bit ? sizeof(Elf64_Phdr) : sizeof(Elf32_Phdr);
+
+	/* Ehdr, 3 Phdrs, then the 36-byte build-id note */
+	return pg_align(ehsz + 3u * phsz, 4) + 12 + 4 + BUILD_ID_SIZE;
+}
+
+int pg_elfset_new(const struct pg_jd_header *hdr, const char *dump_name,
+		  const struct pg_elfset_opts *opts, struct pg_diag *diag,
+		  pg_elfset **out)
+{
+	pg_elfset *set;
+	const char *base = strrchr(dump_name, '/');
+	char pfx[64];
+
+	*out = NULL;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return pg_err(diag, -EINVAL, "libelf is out of date: %s", elf_errmsg(-1));
+	set = calloc(1, sizeof(*set));
+	if (!set)
+		return pg_err(diag, -ENOMEM, "out of memory");
+	set->hdr = *hdr;
+	set->diag = diag;
+	set->per_function = opts->per_function;
+	set->pack_limit = opts->pack_limit ? opts->pack_limit : DEFAULT_PACK_LIMIT;
+	if (set->pack_limit > (1ull << 31))
+		set->pack_limit = 1ull << 31;	/* offsets stay 32-bit clean */
+	snprintf(pfx, sizeof(pfx), "jitted-%u", hdr->pid);
+	set->dump_name = strdup(base ? base + 1 : dump_name);
+	set->dir = strdup(opts->dir ? opts->dir : ".");
+	set->prefix = strdup(opts->prefix ? opts->prefix : pfx);
+	set->dirfd = -1;
+	if (!set->dump_name || !set->dir || !set->prefix) {
+		pg_elfset_free(set);
+		return pg_err(diag, -ENOMEM, "out of memory");
+	}
+	if (strchr(set->prefix, '/') || !set->prefix[0]) {
+		pg_elfset_free(set);
+		return pg_err(diag, -EINVAL, "image prefix '%s' must be a plain file name", opts->prefix);
+	}
+	set->dirfd = open(set->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (set->dirfd < 0) {
+		int e = errno;
+
+		pg_err(diag, -e, "%s: %s", set->dir, strerror(e));
+		pg_elfset_free(set);
+		return -e;
+	}
+	set->text_off = pg_align(headers_end(set), TEXT_ALIGN);
+	*out = set;
+	return 0;
+}
+
+static void img_free(struct img *im)
+{
+	if (!im)
+		return;
+	free(im->funcs);
+	pg_dwarf_free(&im->dw);
+	pg_buf_free(&im->strtab);
+	free(im);
+}
+
+/* Registers a new public image under a unique file name. */
+static int new_image(pg_elfset *set, const char *want, struct img **out)
+{
+	struct pg_elf_image *pi;
+	struct img *im;
+	char name[256];
+	bool added;
+
+	snprintf(name, sizeof(name), "%s", want);
+	for (unsigned k = 1;; k++) {
+		long idx;
+
+		/* the strmap keeps a pointer: intern a heap copy */
+		char *key = strdup(name);
+
+		if (!key)
+			return pg_err(set->diag, -ENOMEM, "out of memory");
+		idx = pg_strmap_intern(&set->names, key, &added);
+		if (idx < 0) {
+			free(key);
+			return pg_err(set->diag, -ENOMEM, "out of memory");
+		}
+		if (added)
+			break;
+		free(key);
+		/* a code_index used twice in one dump */
+		snprintf(name, sizeof(name), "%.*s-dup%u.so", (int)(strlen(want) - 3), want, k);
+	}
+	if (set->nimages == set->cap) {
+		size_t cap = set->cap ? set->cap * 2 : 16;
+		struct pg_elf_image *v = realloc(set->images, cap * sizeof(*v));
+
+		if (!v)
+			return pg_err(set->diag, -ENOMEM, "out of memory");
+		set->images = v;
+		set->cap = cap;
+	}
+	im = calloc(1, sizeof(*im));
+	if (!im)
+		return pg_err(set->diag, -ENOMEM, "out of memory");
+	pi = &set->images[set->nimages];
+	memset(pi, 0, sizeof(*pi));
+	if (asprintf(&pi->path, "%s/%s", set->dir, name) < 0) {
+		free(im);
+		return pg_err(set->diag, -ENOMEM, "out of memory");
+	}
+	pi->name = pi->path + strlen(set->dir) + 1;
+	im->pub = set->nimages++;
+	im->text_off = im->text_end = set->text_off;
+	pg_dwarf_init(&im->dw, set->hdr.big_endian, set->hdr.is_64bit ? 8 : 4);
+	pg_buf_u8(&im->strtab, 0);
+	sha1_init(&im->sha);
+	{
+		/* identity of the input: same dump, same build-ids */
+		uint64_t id[3] = { set->hdr.pid, set->hdr.timestamp, set->hdr.elf_mach };
+
+		sha1_update(&im->sha, 14, (const uint8_t *)"perfgraft-jit");
+		sha1_update(&im->sha, sizeof(id), (const uint8_t *)id);
+		sha1_update(&im->sha, strlen(name) + 1, (const uint8_t *)name);
+	}
+	*out = im;
+	return 0;
+}
+
+static int img_add(pg_elfset *set, struct img *im, const struct pg_jd_load *ld)
+{
+	struct func *f;
+	uint64_t off = pg_align(im->text_end, FUNC_ALIGN);
+	uint64_t meta[3] = { ld->code_addr, ld->code_size, ld->code_index };
+	size_t nlen = strlen(ld->name);
+	int ret;
+
+	if (im->nfuncs == im->cap) {
+		size_t cap = im->cap ? im->cap * 2 : 64;
+		struct func *v = realloc(im->funcs, cap * sizeof(*v));
+
+		if (!v)
+			return pg_err(set->diag, -ENOMEM, "out of memory");
+		im->funcs = v;
+		im->cap = cap;
+	}
+	f = &im->funcs[im->nfuncs++];
+	f->name = ld->name;
+	f->code = ld->code;
+	f->size = ld->code_size;
+	f->off = off;
+	f->strx = (uint32_t)im->strtab.len;
+	pg_buf_add(&im->strtab, ld->name, nlen + 1);
+	im->text_end = off + ld->code_size;
+	sha1_update(&im->sha, sizeof(meta), (const uint8_t *)meta);
+	sha1_update(&im->sha, nlen + 1, (const uint8_t *)ld->name);
+	sha1_update(&im->sha, ld->code_size, ld->code);
+	ret = pg_dwarf_add_func(&im->dw, ld->name, off, ld->code_size, ld->code_addr,
+				ld->debug ? ld->debug->lines : NULL,
+				ld->debug ? ld->debug->nr_lines : 0,
+				set->hdr.line_bias, set->hdr.v8);
+	if (ret || im->strtab.oom)
+		return pg_err(set->diag, -ENOMEM, "out of memory");
+	return 0;
+}
+
+/* An empty .eh_frame (its terminator) and an .eh_frame_hdr with no FDEs:
+ * perf's libunwind then falls back to frame pointers for this code. */
+static void empty_eh(struct pg_buf *eh, struct pg_buf *hdr, uint64_t eh_off,
+		     uint64_t hdr_off)
+{
+	pg_buf_u32(eh, 0);
+	pg_buf_u8(hdr, 1);		/* version */
+	pg_buf_u8(hdr, 0x1b);		/* eh_frame_ptr: pcrel sdata4 */
+	pg_buf_u8(hdr, 0x03);		/* fde_count: udata4 */
+	pg_buf_u8(hdr, 0x3b);		/* table: datarel sdata4 */
+	pg_buf_u32(hdr, (uint32_t)(int32_t)(eh_off - (hdr_off + 4)));
+	pg_buf_u32(hdr, 0);
+}
+
+static Elf_Scn *add_scn(Elf *elf, int idx, GElf_Word type, GElf_Xword flags,
+			uint64_t off, uint64_t addr, uint64_t size, uint64_t align,
+			const uint32_t *shname)
+{
+	Elf_Scn *scn = elf_newscn(elf);
+	GElf_Shdr sh;
+
+	if (!scn || !gelf_getshdr(scn, &sh))
+		return NULL;
+	sh.sh_name = shname[idx];
+	sh.sh_type = type;
+	sh.sh_flags = flags;
+	sh.sh_offset = off;
+	sh.sh_addr = addr;
+	sh.sh_size = size;
+	sh.sh_addralign = align;
+	if (!gelf_update_shdr(scn, &sh))
+		return NULL;
+	return scn;
+}
+
+static bool add_data(Elf_Scn *scn, const void *buf, size_t size, uint64_t off,
+		     Elf_Type type)
+{
+	Elf_Data *d = elf_newdata(scn);
+
+	if (!d)
+		return false;
+	d->d_buf = (void *)buf;
+	d->d_size = size;
+	d->d_off = (off_t)off;
+	d->d_type = type;
+	d->d_align = 1;
+	d->d_version = EV_CURRENT;
+	return true;
+}
+
+static int write_image(pg_elfset *set, struct img *im)
+{
+	struct pg_elf_image *pi = &set->images[im->pub];
+	const struct pg_jd_header *h = &set->hdr;
+	int cls = h->is_64bit ? ELFCLASS64 : ELFCLASS32;
+	struct pg_buf eh = { .big_endian = h->big_endian };
+	struct pg_buf ehh = { .big_endian = h->big_endian };
+	struct pg_buf shstr = { 0 };
+	uint32_t shname[SEC_COUNT] = { 0 };
+	struct pg_outfile of;
+	uint8_t note[12 + 4 + BUILD_ID_SIZE];
+	void *symbuf = NULL;
+	Elf *elf = NULL;
+	Elf_Scn *scn;
+	GElf_Ehdr eh_;
+	GElf_Phdr ph;
+	uint64_t eh_off, eh_size, hdr_off, hdr_size, load_end, off;
+	uint64_t abbrev_off, info_off, line_off, sym_off, str_off, shstr_off, sh_off;
+	size_t symsz = gelf_fsize(NULL, ELF_T_SYM, 1, EV_CURRENT);
+	const uint8_t *ehp, *hdrp;
+	uint32_t nhdr[3] = { 4, BUILD_ID_SIZE, NT_GNU_BUILD_ID };
+	int ret = -EIO;
+
+	symsz = h->is_64bit ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym);
+	/* unwind tables right after the code, as the process had them */
+	if (im->unw) {
+		eh_off = im->text_off + pg_align(im->funcs[0].size, 8);
+		eh_size = im->unw->eh_frame_size;
+		hdr_off = eh_off + eh_size;
+		hdr_size = im->unw->eh_frame_hdr_size;
+		ehp = im->unw->eh_frame;
+		hdrp = im->unw->eh_frame_hdr;
+	} else {
+		eh_off = pg_align(im->text_end, 8);
+		eh_size = 4;
+		hdr_off = eh_off + eh_size;
+		hdr_size = 12;
+		empty_eh(&eh, &ehh, eh_off, hdr_off);
+		ehp = eh.p;
+		hdrp = ehh.p;
+	}
+	load_end = hdr_off + hdr_size;
+
+	if (pg_dwarf_finish(&im->dw, set->dump_name, im->text_off, im->text_end) < 0) {
+		ret = pg_err(set->diag, -ENOMEM, "out of memory");
+		goto out;
+	}
+	pg_buf_u8(&shstr, 0);
+	for (int i = 1; i < SEC_COUNT; i++) {
+		shname[i] = (uint32_t)shstr.len;
+		pg_buf_str(&shstr, sec_names[i]);
+	}
+	abbrev_off = load_end;
+	info_off = abbrev_off + im->dw.abbrev.len;
+	line_off = info_off + im->dw.info.len;
+	sym_off = pg_align(line_off + im->dw.line.len, 8);
+	str_off = sym_off + (im->nfuncs + 1) * symsz;
+	shstr_off = str_off + im->strtab.len;
+	sh_off = pg_align(shstr_off + shstr.len, 8);
+
+	{
+		uint8_t bid[SHA1_DIGEST_SIZE];
+
+		sha1_update(&im->sha, eh_size, ehp);
+		sha1_digest(&im->sha, sizeof(bid), bid);
+		memcpy(pi->build_id, bid, BUILD_ID_SIZE);
+	}
+	memcpy(note, nhdr, sizeof(nhdr));
+	memcpy(note + 12, "GNU", 4);
+	memcpy(note + 16, pi->build_id, BUILD_ID_SIZE);
+
+	symbuf = calloc(im->nfuncs + 1, symsz);
+	if (!symbuf || eh.oom || ehh.oom || shstr.oom) {
+		ret = pg_err(set->diag, -ENOMEM, "out of memory");
+		goto out;
+	}
+
+	ret = pg_outfile_open(&of, set->dirfd, pi->name, set->diag);
+	if (ret)
+		goto out;
+	ret = -EIO;
+	elf = elf_begin(of.fd, ELF_C_WRITE, NULL);
+	if (!elf || !gelf_newehdr(elf, cls) || !gelf_getehdr(elf, &eh_))
+		goto elf_fail;
+	eh_.e_ident[EI_DATA] = h->big_endian ? ELFDATA2MSB : ELFDATA2LSB;
+	eh_.e_ident[EI_OSABI] = ELFOSABI_NONE;
+	eh_.e_type = ET_DYN;
+	eh_.e_machine = (GElf_Half)h->elf_mach;
+	eh_.e_version = EV_CURRENT;
+	eh_.e_entry = 0;
+	eh_.e_phoff = eh_.e_ehsize = h->is_64bit ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr);
+	eh_.e_shoff = sh_off;
+	eh_.e_shstrndx = SEC_SHSTRTAB;
+	if (!gelf_update_ehdr(elf, &eh_) || !gelf_newphdr(elf, 3))
+		goto elf_fail;
+	elf_flagelf(elf, ELF_C_SET, ELF_F_LAYOUT);
+
+	off = headers_end(set) - sizeof(note);
+	scn = add_scn(elf, SEC_NOTE, SHT_NOTE, SHF_ALLOC, off, off, sizeof(note), 4, shname);
+	if (!scn || !add_data(scn, note, 12, 0, ELF_T_NHDR) ||
+	    !add_data(scn, note + 12, sizeof(note) - 12, 12, ELF_T_BYTE))
+		goto elf_fail;
+	scn = add_scn(elf, SEC_TEXT, SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR,
+		      im->text_off, im->text_off, im->text_end - im->text_off, TEXT_ALIGN, shname);
+	if (!scn)
+		goto elf_fail;
+	for (size_t i = 0; i < im->nfuncs; i++)
+		if (!add_data(scn, im->funcs[i].code, im->funcs[i].size,
+			      im->funcs[i].off - im->text_off, ELF_T_BYTE))
+			goto elf_fail;
+	scn = add_scn(elf, SEC_EH_FRAME, SHT_PROGBITS, SHF_ALLOC, eh_off, eh_off, eh_size,
+		      eh_off % 8 ? 1 : 8, shname);
+	if (!scn || !add_data(scn, ehp, eh_size, 0, ELF_T_BYTE))
+		goto elf_fail;
+	scn = add_scn(elf, SEC_EH_FRAME_HDR, SHT_PROGBITS, SHF_ALLOC, hdr_off, hdr_off,
+		      hdr_size, hdr_off % 4 ? 1 : 4, shname);
+	if (!scn || !add_data(scn, hdrp, hdr_size, 0, ELF_T_BYTE))
+		goto elf_fail;
+	scn = add_scn(elf, SEC_ABBREV, SHT_PROGBITS, 0, abbrev_off, 0, im->dw.abbrev.len, 1, shname);
+	if (!scn || !add_data(scn, im->dw.abbrev.p, im->dw.abbrev.len, 0, ELF_T_BYTE))
+		goto elf_fail;
+	scn = add_scn(elf, SEC_INFO, SHT_PROGBITS, 0, info_off, 0, im->dw.info.len, 1, shname);
+	if (!scn || !add_data(scn, im->dw.info.p, im->dw.info.len, 0, ELF_T_BYTE))
+		goto elf_fail;
+	scn = add_scn(elf, SEC_LINE, SHT_PROGBITS, 0, line_off, 0, im->dw.line.len, 1, shname);
+	if (!scn || !add_data(scn, im->dw.line.p, im->dw.line.len, 0, ELF_T_BYTE))
+		goto elf_fail;
+
+	scn = add_scn(elf, SEC_SYMTAB, SHT_SYMTAB, 0, sym_off, 0, (im->nfuncs + 1) * symsz, 8, shname);
+	if (!scn)
+		goto elf_fail;
+	{
+		Elf_Data *d = elf_newdata(scn);
+		GElf_Shdr sh;
+
+		if (!d)
+			goto elf_fail;
+		d->d_buf = symbuf;
+		d->d_size = (im->nfuncs + 1) * symsz;
+		d->d_type = ELF_T_SYM;
+		d->d_align = 8;
+		d->d_version = EV_CURRENT;
+		for (size_t i = 0; i < im->nfuncs; i++) {
+			GElf_Sym s = {
+				.st_name = im->funcs[i].strx,
+				.st_info = GELF_ST_INFO(STB_LOCAL, STT_FUNC),
+				.st_shndx = SEC_TEXT,
+				.st_value = im->funcs[i].off,
+				.st_size = im->funcs[i].size,
+			};
+
+			if (!gelf_update_sym(d, (int)i + 1, &s))
+				goto elf_fail;
+		}
+		if (!gelf_getshdr(scn, &sh))
+			goto elf_fail;
+		sh.sh_link = SEC_STRTAB;
+		sh.sh_info = (GElf_Word)(im->nfuncs + 1);	/* all symbols are local */
+		sh.sh_entsize = symsz;
+		if (!gelf_update_shdr(scn, &sh))
+			goto elf_fail;
+	}
+	scn = add_scn(elf, SEC_STRTAB, SHT_STRTAB, 0, str_off, 0, im->strtab.len, 1, shname);
+	if (!scn || !add_data(scn, im->strtab.p, im->strtab.len, 0, ELF_T_BYTE))
+		goto elf_fail;
+	scn = add_scn(elf, SEC_SHSTRTAB, SHT_STRTAB, 0, shstr_off, 0, shstr.len, 1, shname);
+	if (!scn || !add_data(scn, shstr.p, shstr.len, 0, ELF_T_BYTE))
+		goto elf_fail;
+
+	memset(&ph, 0, sizeof(ph));
+	ph.p_type = PT_LOAD;
+	ph.p_flags = PF_R | PF_X;
+	ph.p_offset = ph.p_vaddr = ph.p_paddr = 0;
+	ph.p_filesz = ph.p_memsz = load_end;
+	ph.p_align = 0x1000;
+	if (!gelf_update_phdr(elf, 0, &ph))
+		goto elf_fail;
+	ph.p_type = PT_GNU_EH_FRAME;
+	ph.p_flags = PF_R;
+	ph.p_offset = ph.p_vaddr = ph.p_paddr = hdr_off;
+	ph.p_filesz = ph.p_memsz = hdr_size;
+	ph.p_align = 4;
+	if (!gelf_update_phdr(elf, 1, &ph))
+		goto elf_fail;
+	ph.p_type = PT_NOTE;
+	ph.p_offset = ph.p_vaddr = ph.p_paddr = headers_end(set) - sizeof(note);
+	ph.p_filesz = ph.p_memsz = sizeof(note);
+	if (!gelf_update_phdr(elf, 2, &ph))
+		goto elf_fail;
+
+	if (elf_update(elf, ELF_C_WRITE) < 0)
+		goto elf_fail;
+	elf_end(elf);
+	elf = NULL;
+	ret = pg_outfile_commit(&of, set->diag);
+	if (!ret) {
+		pi->size = sh_off + SEC_COUNT * (h->is_64bit ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr));
+		pi->nfuncs = im->nfuncs;
+		pi->has_cfi = im->unw != NULL;
+		pi->written = true;
+	}
+	goto out;
+
+elf_fail:
+	ret = pg_err(set->diag, -EIO, "%s: cannot write ELF image: %s", pi->path, elf_errmsg(-1));
+	if (elf)
+		elf_end(elf);
+	elf = NULL;
+	pg_outfile_abort(&of);
+out:
+	free(symbuf);
+	pg_buf_free(&eh);
+	pg_buf_free(&ehh);
+	pg_buf_free(&shstr);
+	return ret;
+}
+
+static int close_pack(pg_elfset *set)
+{
+	int ret = 0;
+
+	if (set->pack) {
+		ret = write_image(set, set->pack);
+		img_free(set->pack);
+		set->pack = NULL;
+	}
+	return ret;
+}
+
+int pg_elfset_add(pg_elfset *set, const struct pg_jd_load *ld,
+		  struct pg_elf_place *out)
+{
+	const struct pg_jd_unwind *u = ld->unwind;
+	bool cfi = u && u->mapped_size && u->eh_frame_hdr_size;
+	struct img *im;
+	char name[128];
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if (!ld->code_size)
+		return 1;
+	if (cfi || set->per_function) {
+		snprintf(name, sizeof(name), "%s-%llu.so", set->prefix,
+			 (unsigned long long)ld->code_index);
+		ret = new_image(set, name, &im);
+		if (ret)
+			return ret;
+		if (cfi)
+			im->unw = u;
+		ret = img_add(set, im, ld);
+		if (!ret) {
+			if (cfi)
+				sha1_update(&im->sha, u->eh_frame_hdr_size, u->eh_frame_hdr);
+			ret = write_image(set, im);
+		}
+		out->image = (uint32_t)im->pub;
+		out->pgoff = im->funcs[0].off;
+		out->map_len = cfi ? pg_align(ld->code_size, 8) + u->mapped_size : ld->code_size;
+		img_free(im);
+		return ret;
+	}
+	if (set->pack && set->pack->text_end + ld->code_size + FUNC_ALIGN >
+			 set->text_off + set->pack_limit && set->pack->nfuncs) {
+		ret = close_pack(set);
+		if (ret)
+			return ret;
+	}
+	if (!set->pack) {
+		snprintf(name, sizeof(name), "%s-pack%u.so", set->prefix, set->npacks++);
+		ret = new_image(set, name, &set->pack);
+		if (ret)
+			return ret;
+	}
+	ret = img_add(set, set->pack, ld);
+	if (ret)
+		return ret;
+	out->image = (uint32_t)set->pack->pub;
+	out->pgoff = set->pack->funcs[set->pack->nfuncs - 1].off;
+	out->map_len = ld->code_size;
+	return 0;
+}
+
+int pg_elfset_finish(pg_elfset *set)
+{
+	return close_pack(set);
+}
+
+size_t pg_elfset_count(const pg_elfset *set)
+{
+	return set->nimages;
+}
+
+const struct pg_elf_image *pg_elfset_image(const pg_elfset *set, size_t i)
+{
+	return i < set->nimages ? &set->images[i] : NULL;
+}
+
+void pg_elfset_free(pg_elfset *set)
+{
+	if (!set)
+		return;
+	img_free(set->pack);
+	for (size_t i = 0; i < set->nimages; i++)
+		free(set->images[i].path);
+	free(set->images);
+	for (size_t i = 0; i < set->names.n; i++)
+		free((char *)set->names.keys[i]);
+	pg_strmap_free(&set->names);
+	if (set->dirfd >= 0)
+		close(set->dirfd);
+	free(set->dump_name);
+	free(set->dir);
+	free(set->prefix);
+	free(set);
+}

@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dwarf.h>
+
+#include "elfimage/dwarf.h"
+
+#define LINE_BASE (-5)
+#define LINE_RANGE 14
+#define OPCODE_BASE 13
+#define ABBREV_CU 1
+#define ABBREV_SUB 2
+/* what damaged (dropped) file names are shown as */
+#define UNKNOWN_FILE "??"
+
+void pg_dwarf_init(struct pg_dwarf *dw, bool big_endian, unsigned addr_size)
+{
+	memset(dw, 0, sizeof(*dw));
+	dw->addr_size = addr_size;
+	dw->dies.big_endian = dw->prog.big_endian = big_endian;
+	dw->abbrev.big_endian = dw->info.big_endian = dw->line.big_endian = big_endian;
+}
+
+void pg_dwarf_free(struct pg_dwarf *dw)
+{
+	pg_buf_free(&dw->dies);
+	pg_buf_free(&dw->prog);
+	pg_buf_free(&dw->abbrev);
+	pg_buf_free(&dw->info);
+	pg_buf_free(&dw->line);
+	pg_strmap_free(&dw->files);
+	free(dw->scratch);
+	dw->scratch = NULL;
+}
+
+static int cmp_line(const void *a, const void *b)
+{
+	const struct pg_jd_line *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/* keep the producer's order for equal addresses: the pointer order of
+	 * the scratch copy is the original order */
+	return x < y ? -1 : (x > y);
+}
+
+static size_t uleb_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >>= 7)
+		n++;
+	return n;
+}
+
+static void ext_op(struct pg_buf *b, uint8_t op, size_t len)
+{
+	pg_buf_u8(b, 0);
+	pg_buf_uleb(b, len + 1);
+	pg_buf_u8(b, op);
+}
+
+int pg_dwarf_add_func(struct pg_dwarf *dw, const char *name, uint64_t vaddr,
+		      uint64_t size, uint64_t code_addr,
+		      const struct pg_jd_line *lines, size_t nlines,
+		      uint32_t line_bias, bool column_in_discrim)
+{
+	struct pg_buf *p = &dw->prog;
+	uint64_t cur_addr = vaddr;
+	int64_t cur_line = 1;
+	uint32_t cur_col = 0;
+	long cur_file = 1;
+	size_t n = 0;
+
+	/* subprogram DIE */
+	pg_buf_uleb(&dw->dies, ABBREV_SUB);
+	pg_buf_str(&dw->dies, name);
+	pg_buf_uaddr(&dw->dies, vaddr, dw->addr_size);
+	pg_buf_u32(&dw->dies, (uint32_t)size);
+
+	if (!nlines)
+		return dw->dies.oom ? -ENOMEM : 0;
+	if (nlines > dw->scratch_cap) {
+		struct pg_jd_line *s = realloc(dw->scratch, nlines * sizeof(*s));
+
+		if (!s)
+			return -ENOMEM;
+		dw->scratch = s;
+		dw->scratch_cap = nlines;
+	}
+	/* keep the rows that land inside the function, in its address space */
+	for (size_t i = 0; i < nlines; i++) {
+		uint64_t a = lines[i].addr - line_bias - code_addr;
+
+		if (lines[i].addr < code_addr + line_bias || a >= size || !lines[i].line) {
+			dw->dropped_rows++;
+			continue;
+		}
+		dw->scratch[n] = lines[i];
+		dw->scratch[n].addr = a;
+		n++;
+	}
+	if (!n)
+		return 0;
+	qsort(dw->scratch, n, sizeof(*dw->scratch), cmp_line);
+
+	ext_op(p, DW_LNE_set_address, dw->addr_size);
+	pg_buf_uaddr(p, vaddr, dw->addr_size);
+	for (size_t i = 0; i < n; i++) {
+		const struct pg_jd_line *ln = &dw->scratch[i];
+		const char *file = ln->file ? ln->file : UNKNOWN_FILE;
+		uint64_t addr = vaddr + ln->addr, adv;
+		int64_t dline;
+		long idx;
+		bool added;
+
+		idx = pg_strmap_intern(&dw->files, file, &added);
+		if (idx < 0)
+			return -ENOMEM;
+		if (idx + 1 != cur_file) {
+			pg_buf_u8(p, DW_LNS_set_file);
+			pg_buf_uleb(p, (uint64_t)idx + 1);
+			cur_file = idx + 1;
+		}
+		if (column_in_discrim) {
+			if (ln->discrim != cur_col) {
+				pg_buf_u8(p, DW_LNS_set_column);
+				pg_buf_uleb(p, ln->discrim);
+				cur_col = ln->discrim;
+			}
+		} else if (ln->discrim) {
+			ext_op(p, DW_LNE_set_discriminator, uleb_len(ln->discrim));
+			pg_buf_uleb(p, ln->discrim);
+		}
+		adv = addr - cur_addr;
+		dline = (int64_t)ln->line - cur_line;
+		if (dline >= LINE_BASE && dline < LINE_BASE + LINE_RANGE &&
+		    adv <= (uint64_t)(255 - OPCODE_BASE - (dline - LINE_BASE)) / LINE_RANGE) {
+			pg_buf_u8(p, (uint8_t)((dline - LINE_BASE) + LINE_RANGE * adv + OPCODE_BASE));
+		} else {
+			if (adv) {
+				pg_buf_u8(p, DW_LNS_advance_pc);
+				pg_buf_uleb(p, adv);
+			}
+			if (dline) {
+				pg_buf_u8(p, DW_LNS_advance_line);
+				pg_buf_sleb(p, dline);
+			}
+			pg_buf_u8(p, DW_LNS_copy);
+		}
+		cur_addr = addr;
+		cur_line = ln->line;
+		dw->rows++;
+	}
+	/* the last row covers the function to its end (perf's stops at the
+	 * last entry, leaving the tail without a line) */
+	if (vaddr + size > cur_addr) {
+		pg_buf_u8(p, DW_LNS_advance_pc);
+		pg_buf_uleb(p, vaddr + size - cur_addr);
+	}
+	ext_op(p, DW_LNE_end_sequence, 0);
+	return p->oom ? -ENOMEM : 0;
+}
+
+static void abbrev_attr(struct pg_buf *b, unsigned at, unsigned form)
+{
+	pg_buf_uleb(b, at);
+	pg_buf_uleb(b, form);
+}
+
+int pg_dwarf_finish(struct pg_dwarf *dw, const char *cu_name,
+		    uint64_t low_pc, uint64_t high_pc)
+{
+	struct pg_buf *a = &dw->abbrev, *in = &dw->info, *l = &dw->line;
+	size_t hl_at, hl_start;
+
+	pg_buf_uleb(a, ABBREV_CU);
+	pg_buf_uleb(a, DW_TAG_compile_unit);
+	pg_buf_u8(a, DW_CHILDREN_yes);
+	abbrev_attr(a, DW_AT_producer, DW_FORM_string);
+	abbrev_attr(a, DW_AT_name, DW_FORM_string);
+	abbrev_attr(a, DW_AT_stmt_list, DW_FORM_sec_offset);
+	abbrev_attr(a, DW_AT_low_pc, DW_FORM_addr);
+	abbrev_attr(a, DW_AT_high_pc, DW_FORM_data4);
+	abbrev_attr(a, 0, 0);
+	pg_buf_uleb(a, ABBREV_SUB);
+	pg_buf_uleb(a, DW_TAG_subprogram);
+	pg_buf_u8(a, DW_CHILDREN_no);
+	abbrev_attr(a, DW_AT_name, DW_FORM_string);
+	abbrev_attr(a, DW_AT_low_pc, DW_FORM_addr);
+	abbrev_attr(a, DW_AT_high_pc, DW_FORM_data4);
+	abbrev_attr(a, 0, 0);
+	pg_buf_u8(a, 0);
+
+	pg_buf_u32(in, 0);		/* unit_length, patched below */
+	pg_buf_u16(in, 4);
+	pg_buf_u32(in, 0);		/* debug_abbrev_offset */
+	pg_buf_u8(in, (uint8_t)dw->addr_size);
+	pg_buf_uleb(in, ABBREV_CU);
+	pg_buf_str(in, "perfgraft " PG_VERSION);
+	pg_buf_str(in, cu_name);
+	pg_buf_u32(in, 0);		/* stmt_list: the only line table */
+	pg_buf_uaddr(in, low_pc, dw->addr_size);
+	pg_buf_u32(in, (uint32_t)(high_pc - low_pc));
+	pg_buf_add(in, dw->dies.p, dw->dies.len);
+	pg_buf_u8(in, 0);		/* end of children */
+	pg_buf_put32(in, 0, (uint32_t)(in->len - 4));
+
+	pg_buf_u32(l, 0);		/* unit_length */
+	pg_buf_u16(l, 4);
+	hl_at = l->len;
+	pg_buf_u32(l, 0);		/* header_length */
+	hl_start = l->len;
+	pg_buf_u8(l, 1);		/* minimum_instruction_length */
+	pg_buf_u8(l, 1);		/* maximum_operations_per_instruction */
+	pg_buf_u8(l, 1);		/* default_is_stmt */
+	pg_buf_u8(l, (uint8_t)LINE_BASE);
+	pg_buf_u8(l, LINE_RANGE);
+	pg_buf_u8(l, OPCODE_BASE);
+	{
+		static const uint8_t std_len[OPCODE_BASE - 1] = { 0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1 };
+
+		pg_buf_add(l, std_len, sizeof(std_len));
+	}
+	pg_buf_u8(l, 0);		/* no include directories */
+	for (size_t i = 0; i < dw->files.n; i++) {
+		pg_buf_str(l, dw->files.keys[i]);
+		pg_buf_uleb(l, 0);	/* directory: the compilation's */
+		pg_buf_uleb(l, 0);	/* mtime */
+		pg_buf_uleb(l, 0);	/* length */
+	}
+	pg_buf_u8(l, 0);
+	pg_buf_put32(l, hl_at, (uint32_t)(l->len - hl_start));
+	pg_buf_add(l, dw->prog.p, dw->prog.len);
+	pg_buf_put32(l, 0, (uint32_t)(l->len - 4));
+
+	return (a->oom || in->oom || l->oom || dw->dies.oom || dw->prog.oom) ? -ENOMEM : 0;
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/* Minimal DWARF 4 producer for JIT images: one compile unit per image,
+ * a DW_TAG_subprogram per function, and a line program with one sequence
+ * per function, in the image's own (vaddr == file offset) address space. */
+#ifndef PG_ELFIMAGE_DWARF_H
+#define PG_ELFIMAGE_DWARF_H
+
+#include <perfgraft/jitdump.h>
+#include "util/util.h"
+
+struct pg_dwarf {
+	unsigned addr_size;
+	struct pg_buf dies;	/* subprogram DIEs */
+	struct pg_buf prog;	/* line program opcodes */
+	struct pg_strmap files;
+	/* sections, valid after pg_dwarf_finish() */
+	struct pg_buf abbrev, info, line;
+	uint64_t rows, dropped_rows;
+	struct pg_jd_line *scratch;
+	size_t scratch_cap;
+};
+
+void pg_dwarf_init(struct pg_dwarf *dw, bool big_endian, unsigned addr_size);
+/* lines may be NULL.  line_bias is what the producer added to each line
+ * address; column_in_discrim: the discriminator field holds the column. */
+int pg_dwarf_add_func(struct pg_dwarf *dw, const char *name, uint64_t vaddr,
+		      uint64_t size, uint64_t code_addr,
+		      const struct pg_jd_line *lines, size_t nlines,
+		      uint32_t line_bias, bool column_in_discrim);
+int pg_dwarf_finish(struct pg_dwarf *dw, const char *cu_name,
+		    uint64_t low_pc, uint64_t high_pc);
+void pg_dwarf_free(struct pg_dwarf *dw);
+
+#endif

@@ -1,0 +1,547 @@
+/* SPDX-License-Identifier: MIT */
+/* jitdump reader.  Every length and count is checked against the bytes
+ * left before use; messages name the file and the record's byte offset. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <elf.h>
+#include <byteswap.h>
+#include <endian.h>
+
+#include <perfgraft/jitdump.h>
+#include "util/util.h"
+
+#define HDR_SIZE 40
+#define REC_HDR 16
+#define LOAD_FIXED 40	/* after the record header */
+#define MOVE_FIXED 48
+#define DEBUG_FIXED 16
+#define DEBUG_ENTRY_MIN 17	/* addr, line, discrim, at least the NUL */
+#define UNWIND_FIXED 24
+/* A line address this far past the DEBUG_INFO's code address is not one. */
+#define LINE_ADDR_SPAN (1ull << 30)
+
+struct pg_jitdump {
+	const uint8_t *base;
+	size_t size;
+	bool mapped;
+	bool swap;
+	bool done;
+	unsigned flags;
+	char *name;
+	struct pg_diag *diag;
+	struct pg_jd_header hdr;
+	uint64_t off;		/* next record */
+
+	struct pg_jd_debug dbg;	/* pending for the next LOAD */
+	bool have_dbg;
+	struct pg_jd_line *lines;
+	size_t lines_cap;
+	struct pg_jd_unwind unw;
+	bool have_unw;
+
+	struct pg_jitdump_stats st;
+};
+
+static uint32_t rd32(const pg_jitdump *jd, const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return jd->swap ? bswap_32(v) : v;
+}
+
+static uint64_t rd64(const pg_jitdump *jd, const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return jd->swap ? bswap_64(v) : v;
+}
+
+static bool machine_is_64bit(uint32_t m)
+{
+	switch (m) {
+	case EM_X86_64: case EM_AARCH64: case EM_PPC64: case EM_S390:
+	case EM_SPARCV9: case EM_IA_64: case EM_ALPHA: case EM_RISCV:
+	case 258 /* EM_LOONGARCH */:
+		return true;
+	case EM_386: case EM_ARM: case EM_PPC: case EM_MIPS: case EM_SH:
+	case EM_SPARC: case EM_68K:
+		return false;
+	default:
+		return sizeof(void *) == 8;
+	}
+}
+
+static int parse_header(pg_jitdump *jd)
+{
+	struct pg_jd_header *h = &jd->hdr;
+	const uint8_t *p = jd->base;
+	uint32_t magic;
+
+	if (jd->size < 4)
+		return pg_err(jd->diag, -EINVAL, "%s: offset 0: file too short for a jitdump header (%zu of %d bytes)",
+			      jd->name, jd->size, HDR_SIZE);
+	memcpy(&magic, p, 4);
+	if (magic == PG_JITDUMP_MAGIC)
+		jd->swap = false;
+	else if (magic == bswap_32(PG_JITDUMP_MAGIC))
+		jd->swap = true;
+	else
+		return pg_err(jd->diag, -EINVAL, "%s: offset 0: bad magic 0x%08x: not a jitdump file",
+			      jd->name, magic);
+	if (jd->size < HDR_SIZE)
+		return pg_err(jd->diag, -EINVAL, "%s: offset 0: file too short for a jitdump header (%zu of %d bytes)",
+			      jd->name, jd->size, HDR_SIZE);
+	h->version = rd32(jd, p + 4);
+	h->total_size = rd32(jd, p + 8);
+	h->elf_mach = rd32(jd, p + 12);
+	h->pad1 = rd32(jd, p + 16);
+	h->pid = rd32(jd, p + 20);
+	h->timestamp = rd64(jd, p + 24);
+	h->flags = rd64(jd, p + 32);
+	h->big_endian = (__BYTE_ORDER == __BIG_ENDIAN) != jd->swap;
+	h->is_64bit = machine_is_64bit(h->elf_mach);
+	h->v8 = h->pad1 == 0xdeadbeef;
+	h->line_bias = h->v8 ? (h->is_64bit ? 0x40 : 0x34) : 0;
+
+	if (h->version == 2)
+		pg_warn(jd->diag, "%s: offset 4: header says version 2, which is the revision of the jitdump specification document, not a file version (Mono wrote it); reading the records as version 1",
+			jd->name);
+	else if (h->version > 2)
+		return pg_err(jd->diag, -EINVAL, "%s: offset 4: unsupported jitdump version %u (perfgraft reads version 1)",
+			      jd->name, h->version);
+	if (h->total_size < HDR_SIZE)
+		return pg_err(jd->diag, -EINVAL, "%s: offset 8: header total_size %u is smaller than the %d-byte header",
+			      jd->name, h->total_size, HDR_SIZE);
+	if (h->total_size > jd->size)
+		return pg_err(jd->diag, -EINVAL, "%s: offset 8: header total_size %u is larger than the file (%zu bytes)",
+			      jd->name, h->total_size, jd->size);
+	if (h->flags & ~PG_JITDUMP_FLAG_ARCH_TIMESTAMP)
+		pg_warn(jd->diag, "%s: offset 32: unknown header flags 0x%llx ignored",
+			jd->name, (unsigned long long)(h->flags & ~PG_JITDUMP_FLAG_ARCH_TIMESTAMP));
+	jd->off = h->total_size;
+	return 0;
+}
+
+static int open_common(pg_jitdump *jd, const char *name, unsigned flags,
+		       struct pg_diag *diag, pg_jitdump **out)
+{
+	int ret;
+
+	jd->flags = flags;
+	jd->diag = diag;
+	jd->name = strdup(name);
+	if (!jd->name) {
+		pg_jitdump_close(jd);
+		return pg_err(diag, -ENOMEM, "%s: out of memory", name);
+	}
+	ret = parse_header(jd);
+	if (ret) {
+		pg_jitdump_close(jd);
+		return ret;
+	}
+	*out = jd;
+	return 0;
+}
+
+int pg_jitdump_open_mem(const void *buf, size_t len, const char *name,
+			unsigned flags, struct pg_diag *diag, pg_jitdump **out)
+{
+	pg_jitdump *jd = calloc(1, sizeof(*jd));
+
+	*out = NULL;
+	if (!jd)
+		return pg_err(diag, -ENOMEM, "%s: out of memory", name);
+	jd->base = buf;
+	jd->size = len;
+	return open_common(jd, name, flags, diag, out);
+}
+
+int pg_jitdump_open(const char *path, unsigned flags, struct pg_diag *diag,
+		    pg_jitdump **out)
+{
+	struct stat sb;
+	pg_jitdump *jd;
+	void *map = NULL;
+	int fd, e;
+
+	*out = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		e = errno;
+		return pg_err(diag, -e, "%s: %s", path, strerror(e));
+	}
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		e = S_ISREG(sb.st_mode) ? errno : EINVAL;
+		close(fd);
+		return pg_err(diag, -e, "%s: not a regular file", path);
+	}
+	if (sb.st_size > 0) {
+		map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (map == MAP_FAILED) {
+			e = errno;
+			close(fd);
+			return pg_err(diag, -e, "%s: cannot map: %s", path, strerror(e));
+		}
+		madvise(map, (size_t)sb.st_size, MADV_SEQUENTIAL);
+	}
+	close(fd);
+	jd = calloc(1, sizeof(*jd));
+	if (!jd) {
+		if (map)
+			munmap(map, (size_t)sb.st_size);
+		return pg_err(diag, -ENOMEM, "%s: out of memory", path);
+	}
+	jd->base = map;
+	jd->size = (size_t)sb.st_size;
+	jd->mapped = map != NULL;
+	return open_common(jd, path, flags, diag, out);
+}
+
+void pg_jitdump_close(pg_jitdump *jd)
+{
+	if (!jd)
+		return;
+	if (jd->mapped)
+		munmap((void *)jd->base, jd->size);
+	free(jd->lines);
+	free(jd->name);
+	free(jd);
+}
+
+const struct pg_jd_header *pg_jitdump_header(const pg_jitdump *jd)
+{
+	return &jd->hdr;
+}
+
+const char *pg_jitdump_path(const pg_jitdump *jd)
+{
+	return jd->name;
+}
+
+uint64_t pg_jitdump_size(const pg_jitdump *jd)
+{
+	return jd->size;
+}
+
+void pg_jitdump_stats(const pg_jitdump *jd, struct pg_jitdump_stats *st)
+{
+	*st = jd->st;
+}
+
+/* Could a debug entry start at p?  Used to find where a name really ends
+ * when a producer wrote NUL bytes inside it. */
+static bool entry_plausible(const pg_jitdump *jd, const uint8_t *p,
+			    const uint8_t *end, uint64_t code_addr)
+{
+	if (end - p < DEBUG_ENTRY_MIN)
+		return false;
+	if (rd64(jd, p) - code_addr >= LINE_ADDR_SPAN)
+		return false;
+	return memchr(p + 16, 0, (size_t)(end - p - 16)) != NULL;
+}
+
+static void drop_debug(pg_jitdump *jd, struct pg_jd_debug *dbg)
+{
+	dbg->dropped = true;
+	dbg->nr_lines = 0;
+	dbg->lines = NULL;
+	jd->st.dropped_debug++;
+}
+
+/* Decodes the entries of a DEBUG_INFO body.  Damage inside is a warning:
+ * the record is dropped (or its damaged names), the walk goes on. */
+static void parse_debug(pg_jitdump *jd, uint64_t off, const uint8_t *body,
+			uint32_t blen, struct pg_jd_debug *dbg)
+{
+	const uint8_t *q = body + DEBUG_FIXED, *end = body + blen;
+	const char *prev = NULL;
+	uint64_t damaged = 0;
+
+	dbg->code_addr = rd64(jd, body);
+	dbg->nr_entry = rd64(jd, body + 8);
+	dbg->dropped = false;
+	if (dbg->nr_entry > (blen - DEBUG_FIXED) / DEBUG_ENTRY_MIN) {
+		pg_warn(jd->diag, "%s: offset %llu: DEBUG_INFO nr_entry %llu cannot fit in its %u-byte record; record dropped",
+			jd->name, (unsigned long long)off, (unsigned long long)dbg->nr_entry, blen + REC_HDR);
+		drop_debug(jd, dbg);
+		return;
+	}
+	if (dbg->nr_entry > jd->lines_cap) {
+		size_t cap = dbg->nr_entry < 64 ? 64 : (size_t)dbg->nr_entry;
+		struct pg_jd_line *l = realloc(jd->lines, cap * sizeof(*l));
+
+		if (!l) {
+			pg_warn(jd->diag, "%s: offset %llu: out of memory for %llu line entries; record dropped",
+				jd->name, (unsigned long long)off, (unsigned long long)dbg->nr_entry);
+			drop_debug(jd, dbg);
+			return;
+		}
+		jd->lines = l;
+		jd->lines_cap = cap;
+	}
+	for (uint64_t i = 0; i < dbg->nr_entry; i++) {
+		struct pg_jd_line *ln = &jd->lines[i];
+		const uint8_t *s, *nul;
+		bool bad = false;
+
+		if (end - q < DEBUG_ENTRY_MIN) {
+			pg_warn(jd->diag, "%s: offset %llu: DEBUG_INFO entry %llu of %llu runs past the end of its record; record dropped",
+				jd->name, (unsigned long long)off, (unsigned long long)i,
+				(unsigned long long)dbg->nr_entry);
+			drop_debug(jd, dbg);
+			return;
+		}
+		ln->addr = rd64(jd, q);
+		ln->line = rd32(jd, q + 8);
+		ln->discrim = rd32(jd, q + 12);
+		s = q + 16;
+		nul = memchr(s, 0, (size_t)(end - s));
+		if (!nul) {
+			pg_warn(jd->diag, "%s: offset %llu: DEBUG_INFO entry %llu of %llu has a file name that runs past the end of its record; record dropped",
+				jd->name, (unsigned long long)off, (unsigned long long)i,
+				(unsigned long long)dbg->nr_entry);
+			drop_debug(jd, dbg);
+			return;
+		}
+		/* node 20 sometimes overwrites the start of a file name with heap
+		 * bytes that contain NULs (length kept): the name really ends at
+		 * the NUL after which the next entry makes sense. */
+		if (i + 1 < dbg->nr_entry) {
+			if (!entry_plausible(jd, nul + 1, end, dbg->code_addr)) {
+				for (const uint8_t *t = nul + 1;
+				     (t = memchr(t, 0, (size_t)(end - t))); t++) {
+					if (entry_plausible(jd, t + 1, end, dbg->code_addr)) {
+						nul = t;
+						bad = true;
+						break;
+					}
+				}
+			}
+		} else if (end - (nul + 1) >= 8) {
+			/* the last name ends where only padding (< 8 bytes) is left */
+			const uint8_t *t = nul + 1, *last = NULL;
+
+			while (t < end && (t = memchr(t, 0, (size_t)(end - t)))) {
+				if (end - (t + 1) < 8) {
+					last = t;
+					break;
+				}
+				t++;
+			}
+			if (last) {
+				nul = last;
+				bad = true;
+			}
+		}
+		if (bad) {
+			ln->file = NULL;
+			damaged++;
+		} else if (nul - s == 1 && s[0] == 0xff) {
+			ln->file = prev;	/* "same file as the previous entry" */
+		} else {
+			ln->file = (const char *)s;
+		}
+		prev = ln->file;
+		q = nul + 1;
+	}
+	if (damaged) {
+		jd->st.damaged_names += damaged;
+		pg_warn(jd->diag, "%s: offset %llu: DEBUG_INFO has %llu entr%s with a damaged file name (a known node/V8 bug); %s dropped, the lines kept",
+			jd->name, (unsigned long long)off, (unsigned long long)damaged,
+			damaged == 1 ? "y" : "ies", damaged == 1 ? "that name is" : "those names are");
+	}
+	dbg->lines = jd->lines;
+	dbg->nr_lines = (size_t)dbg->nr_entry;
+	jd->st.lines += dbg->nr_entry;
+}
+
+static void parse_unwind(pg_jitdump *jd, uint64_t off, const uint8_t *body,
+			 uint32_t blen, struct pg_jd_unwind *u)
+{
+	uint64_t room = blen - UNWIND_FIXED;
+
+	u->unwinding_size = rd64(jd, body);
+	u->eh_frame_hdr_size = rd64(jd, body + 8);
+	u->mapped_size = rd64(jd, body + 16);
+	u->dropped = false;
+	if (u->unwinding_size > room || u->eh_frame_hdr_size > u->unwinding_size ||
+	    u->mapped_size > LINE_ADDR_SPAN) {
+		pg_warn(jd->diag, "%s: offset %llu: UNWINDING_INFO sizes are inconsistent (unwinding %llu, eh_frame_hdr %llu, mapped %llu, %llu bytes of data); record dropped",
+			jd->name, (unsigned long long)off,
+			(unsigned long long)u->unwinding_size,
+			(unsigned long long)u->eh_frame_hdr_size,
+			(unsigned long long)u->mapped_size, (unsigned long long)room);
+		u->dropped = true;
+		u->eh_frame = u->eh_frame_hdr = NULL;
+		u->eh_frame_size = 0;
+		jd->st.dropped_unwind++;
+		return;
+	}
+	/* Real producers write [.eh_frame][.eh_frame_hdr], whatever the
+	 * specification's prose says. */
+	u->eh_frame = body + UNWIND_FIXED;
+	u->eh_frame_size = u->unwinding_size - u->eh_frame_hdr_size;
+	u->eh_frame_hdr = u->eh_frame + u->eh_frame_size;
+}
+
+int pg_jitdump_next(pg_jitdump *jd, struct pg_jd_record *rec)
+{
+	bool all = jd->flags & PG_JITDUMP_ALL_RECORDS;
+
+	for (;;) {
+		uint64_t off = jd->off, rem;
+		const uint8_t *p, *body;
+		uint32_t id, tsz, blen;
+
+		if (jd->done)
+			return 0;
+		rem = jd->size - off;
+		if (rem == 0) {
+			jd->done = true;
+			return 0;
+		}
+		p = jd->base + off;
+		if (rem < REC_HDR) {
+			pg_warn(jd->diag, "%s: offset %llu: truncated record header (%llu of %d bytes); tail ignored",
+				jd->name, (unsigned long long)off, (unsigned long long)rem, REC_HDR);
+			jd->st.truncated_bytes = rem;
+			jd->done = true;
+			return 0;
+		}
+		id = rd32(jd, p);
+		tsz = rd32(jd, p + 4);
+		if (tsz < REC_HDR) {
+			jd->done = true;
+			return pg_err(jd->diag, -EINVAL, "%s: offset %llu: record total_size %u is smaller than the %d-byte record header",
+				      jd->name, (unsigned long long)off, tsz, REC_HDR);
+		}
+		if (tsz > rem) {
+			pg_warn(jd->diag, "%s: offset %llu: record (id %u) needs %u bytes but only %llu remain; truncated tail ignored",
+				jd->name, (unsigned long long)off, id, tsz, (unsigned long long)rem);
+			jd->st.truncated_bytes = rem;
+			jd->done = true;
+			return 0;
+		}
+		jd->off += tsz;
+		jd->st.records++;
+		body = p + REC_HDR;
+		blen = tsz - REC_HDR;
+		memset(rec, 0, sizeof(*rec));
+		rec->type = (enum pg_jd_type)id;
+		rec->id = id;
+		rec->size = tsz;
+		rec->offset = off;
+		rec->timestamp = rd64(jd, p + 8);
+
+		switch (id) {
+		case PG_JD_LOAD: {
+			struct pg_jd_load *ld = &rec->u.load;
+			const uint8_t *name, *nul;
+
+			if (blen < LOAD_FIXED + 1) {
+				jd->done = true;
+				return pg_err(jd->diag, -EINVAL, "%s: offset %llu: LOAD record of %u bytes is smaller than its %d-byte fixed part",
+					      jd->name, (unsigned long long)off, tsz, REC_HDR + LOAD_FIXED + 1);
+			}
+			ld->pid = rd32(jd, body);
+			ld->tid = rd32(jd, body + 4);
+			ld->vma = rd64(jd, body + 8);
+			ld->code_addr = rd64(jd, body + 16);
+			ld->code_size = rd64(jd, body + 24);
+			ld->code_index = rd64(jd, body + 32);
+			if (ld->code_size > blen - LOAD_FIXED - 1) {
+				jd->done = true;
+				return pg_err(jd->diag, -EINVAL, "%s: offset %llu: LOAD code_size %llu does not fit in its %u-byte record",
+					      jd->name, (unsigned long long)off,
+					      (unsigned long long)ld->code_size, tsz);
+			}
+			name = body + LOAD_FIXED;
+			/* the code is the record's last code_size bytes */
+			ld->code = body + blen - ld->code_size;
+			nul = memchr(name, 0, (size_t)(ld->code - name));
+			if (!nul) {
+				jd->done = true;
+				return pg_err(jd->diag, -EINVAL, "%s: offset %llu: LOAD function name is not NUL-terminated before the code",
+					      jd->name, (unsigned long long)off);
+			}
+			ld->name = (const char *)name;
+			ld->debug = jd->have_dbg ? &jd->dbg : NULL;
+			ld->unwind = jd->have_unw ? &jd->unw : NULL;
+			jd->have_dbg = jd->have_unw = false;
+			jd->st.loads++;
+			return 1;
+		}
+		case PG_JD_MOVE: {
+			struct pg_jd_move *mv = &rec->u.move;
+
+			if (blen < MOVE_FIXED) {
+				jd->done = true;
+				return pg_err(jd->diag, -EINVAL, "%s: offset %llu: MOVE record of %u bytes is smaller than its %d-byte fixed part",
+					      jd->name, (unsigned long long)off, tsz, REC_HDR + MOVE_FIXED);
+			}
+			mv->pid = rd32(jd, body);
+			mv->tid = rd32(jd, body + 4);
+			mv->vma = rd64(jd, body + 8);
+			mv->old_code_addr = rd64(jd, body + 16);
+			mv->new_code_addr = rd64(jd, body + 24);
+			mv->code_size = rd64(jd, body + 32);
+			mv->code_index = rd64(jd, body + 40);
+			jd->st.moves++;
+			return 1;
+		}
+		case PG_JD_DEBUG_INFO:
+			if (blen < DEBUG_FIXED) {
+				jd->done = true;
+				return pg_err(jd->diag, -EINVAL, "%s: offset %llu: DEBUG_INFO record of %u bytes is smaller than its %d-byte fixed part",
+					      jd->name, (unsigned long long)off, tsz, REC_HDR + DEBUG_FIXED);
+			}
+			jd->st.debug_infos++;
+			if (jd->have_dbg)
+				jd->st.dropped_debug++;	/* replaced before any LOAD */
+			jd->dbg.offset = off;
+			jd->dbg.timestamp = rec->timestamp;
+			parse_debug(jd, off, body, blen, &jd->dbg);
+			jd->have_dbg = !jd->dbg.dropped;
+			if (all) {
+				rec->u.debug = jd->dbg;
+				return 1;
+			}
+			continue;
+		case PG_JD_UNWINDING_INFO:
+			if (blen < UNWIND_FIXED) {
+				jd->done = true;
+				return pg_err(jd->diag, -EINVAL, "%s: offset %llu: UNWINDING_INFO record of %u bytes is smaller than its %d-byte fixed part",
+					      jd->name, (unsigned long long)off, tsz, REC_HDR + UNWIND_FIXED);
+			}
+			jd->st.unwinding_infos++;
+			jd->unw.offset = off;
+			jd->unw.timestamp = rec->timestamp;
+			parse_unwind(jd, off, body, blen, &jd->unw);
+			jd->have_unw = !jd->unw.dropped;
+			if (all) {
+				rec->u.unwind = jd->unw;
+				return 1;
+			}
+			continue;
+		case PG_JD_CLOSE:
+			jd->st.closes++;
+			if (all)
+				return 1;
+			continue;
+		default:
+			jd->st.unknown++;
+			pg_warn(jd->diag, "%s: offset %llu: unknown record id %u (%u bytes) skipped",
+				jd->name, (unsigned long long)off, id, tsz);
+			if (all)
+				return 1;
+			continue;
+		}
+	}
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include "util/util.h"
+
+int pg_outfile_open(struct pg_outfile *f, int dirfd, const char *name,
+		    struct pg_diag *d)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = strlen(name);
+
+	memset(f, 0, sizeof(*f));
+	f->fd = -1;
+	f->dirfd = dirfd;
+	if (!n || strchr(name, '/'))
+		return pg_err(d, -EINVAL, "invalid output file name '%s'", name);
+	f->name = strdup(name);
+	f->tmpname = malloc(n + 16);
+	if (!f->name || !f->tmpname) {
+		pg_outfile_abort(f);
+		return pg_err(d, -ENOMEM, "out of memory");
+	}
+	/* O_EXCL on a random hidden name: never follows a planted symlink. */
+	for (int tries = 0; tries < 100; tries++) {
+		unsigned r = (unsigned)rand() ^ ((unsigned)getpid() << 8) ^ (unsigned)tries;
+
+		snprintf(f->tmpname, n + 16, ".%s.", name);
+		for (int i = 0; i < 6; i++, r >>= 4)
+			strncat(f->tmpname, &hex[r & 15], 1);
+		f->fd = openat(dirfd, f->tmpname,
+			       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (f->fd >= 0 || errno != EEXIST)
+			break;
+	}
+	if (f->fd < 0) {
+		int e = errno;
+
+		pg_outfile_abort(f);
+		return pg_err(d, -e, "cannot create a file beside '%s': %s", name, strerror(e));
+	}
+	return 0;
+}
+
+int pg_outfile_commit(struct pg_outfile *f, struct pg_diag *d)
+{
+	int ret = 0;
+
+	if (close(f->fd) < 0)
+		ret = pg_err(d, -errno, "cannot write '%s': %s", f->name, strerror(errno));
+	f->fd = -1;
+	/* rename gives the name a new inode: a hard link that perf's build-id
+	 * cache holds to an earlier image keeps the earlier bytes. */
+	if (!ret && renameat(f->dirfd, f->tmpname, f->dirfd, f->name) < 0)
+		ret = pg_err(d, -errno, "cannot rename to '%s': %s", f->name, strerror(errno));
+	if (ret)
+		unlinkat(f->dirfd, f->tmpname, 0);
+	free(f->tmpname);
+	free(f->name);
+	f->tmpname = f->name = NULL;
+	return ret;
+}
+
+void pg_outfile_abort(struct pg_outfile *f)
+{
+	if (f->fd >= 0) {
+		close(f->fd);
+		unlinkat(f->dirfd, f->tmpname, 0);
+	}
+	f->fd = -1;
+	free(f->tmpname);
+	free(f->name);
+	f->tmpname = f->name = NULL;
+}

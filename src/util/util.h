@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/* Internal helpers shared by the modules: diagnostics, growable buffers,
+ * string interning and atomic output files. */
+#ifndef PG_UTIL_H
+#define PG_UTIL_H
+
+#include <perfgraft/common.h>
+#include <stdarg.h>
+
+#if defined(__GNUC__)
+#define PG_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define PG_PRINTF(a, b)
+#endif
+
+/* Sets diag->err and returns err (a negative errno). */
+int pg_err(struct pg_diag *d, int err, const char *fmt, ...) PG_PRINTF(3, 4);
+void pg_warn(struct pg_diag *d, const char *fmt, ...) PG_PRINTF(2, 3);
+
+/* Growable byte buffer that encodes integers in a chosen byte order. */
+struct pg_buf {
+	uint8_t *p;
+	size_t len, cap;
+	bool big_endian;
+	bool oom;		/* sticky: an allocation failed */
+};
+void pg_buf_free(struct pg_buf *b);
+void *pg_buf_reserve(struct pg_buf *b, size_t n);	/* NULL on OOM */
+void pg_buf_add(struct pg_buf *b, const void *p, size_t n);
+void pg_buf_u8(struct pg_buf *b, uint8_t v);
+void pg_buf_u16(struct pg_buf *b, uint16_t v);
+void pg_buf_u32(struct pg_buf *b, uint32_t v);
+void pg_buf_u64(struct pg_buf *b, uint64_t v);
+void pg_buf_uaddr(struct pg_buf *b, uint64_t v, unsigned size);
+void pg_buf_uleb(struct pg_buf *b, uint64_t v);
+void pg_buf_sleb(struct pg_buf *b, int64_t v);
+void pg_buf_str(struct pg_buf *b, const char *s);	/* with its NUL */
+void pg_buf_put32(struct pg_buf *b, size_t at, uint32_t v);
+void pg_buf_put64(struct pg_buf *b, size_t at, uint64_t v);
+
+/* String -> dense index (first seen = 0).  Keys are not copied. */
+struct pg_strmap {
+	const char **keys;	/* by index */
+	uint32_t *slots;	/* index + 1, 0 = empty */
+	size_t n, nslots, cap;
+};
+/* Returns the index, or -1 on OOM; *added tells whether it is new. */
+long pg_strmap_intern(struct pg_strmap *m, const char *key, bool *added);
+void pg_strmap_free(struct pg_strmap *m);
+
+/* Output files written beside their final name and renamed into place:
+ * never through a symlink, never in place. */
+struct pg_outfile {
+	int dirfd;
+	int fd;
+	char *tmpname;
+	char *name;
+};
+int pg_outfile_open(struct pg_outfile *f, int dirfd, const char *name,
+		    struct pg_diag *d);
+int pg_outfile_commit(struct pg_outfile *f, struct pg_diag *d);
+void pg_outfile_abort(struct pg_outfile *f);
+
+static inline uint64_t pg_align(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+#endif
