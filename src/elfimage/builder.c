@@ -23,13 +23,13 @@
 #define BUILD_ID_SIZE 20
 
 enum { SEC_NOTE = 1, SEC_TEXT, SEC_EH_FRAME, SEC_EH_FRAME_HDR, SEC_ABBREV,
-       SEC_INFO, SEC_LINE, SEC_SYMTAB, SEC_STRTAB, SEC_SHSTRTAB, SEC_COUNT };
+       SEC_INFO, SEC_LINE, SEC_ARANGES, SEC_SYMTAB, SEC_STRTAB, SEC_SHSTRTAB, SEC_COUNT };
 
 static const char *const sec_names[SEC_COUNT] = {
 	[SEC_NOTE] = ".note.gnu.build-id", [SEC_TEXT] = ".text",
 	[SEC_EH_FRAME] = ".eh_frame", [SEC_EH_FRAME_HDR] = ".eh_frame_hdr",
 	[SEC_ABBREV] = ".debug_abbrev", [SEC_INFO] = ".debug_info",
-	[SEC_LINE] = ".debug_line", [SEC_SYMTAB] = ".symtab",
+	[SEC_LINE] = ".debug_line", [SEC_ARANGES] = ".debug_aranges", [SEC_SYMTAB] = ".symtab",
 	[SEC_STRTAB] = ".strtab", [SEC_SHSTRTAB] = ".shstrtab",
 };
 
@@ -304,7 +304,7 @@ static int write_image(pg_elfset *set, struct img *im)
 	GElf_Ehdr eh_;
 	GElf_Phdr ph;
 	uint64_t eh_off, eh_size, hdr_off, hdr_size, load_end, off;
-	uint64_t abbrev_off, info_off, line_off, sym_off, str_off, shstr_off, sh_off;
+	uint64_t abbrev_off, info_off, line_off, ar_off, sym_off, str_off, shstr_off, sh_off;
 	size_t symsz = gelf_fsize(NULL, ELF_T_SYM, 1, EV_CURRENT);
 	const uint8_t *ehp, *hdrp;
 	uint32_t nhdr[3] = { 4, BUILD_ID_SIZE, NT_GNU_BUILD_ID };
@@ -342,7 +342,8 @@ static int write_image(pg_elfset *set, struct img *im)
 	abbrev_off = load_end;
 	info_off = abbrev_off + im->dw.abbrev.len;
 	line_off = info_off + im->dw.info.len;
-	sym_off = pg_align(line_off + im->dw.line.len, 8);
+	ar_off = line_off + im->dw.line.len;
+	sym_off = pg_align(ar_off + im->dw.aranges.len, 8);
 	str_off = sym_off + (im->nfuncs + 1) * symsz;
 	shstr_off = str_off + im->strtab.len;
 	sh_off = pg_align(shstr_off + shstr.len, 8);
@@ -415,6 +416,9 @@ static int write_image(pg_elfset *set, struct img *im)
 	if (!scn || !add_data(scn, im->dw.line.p, im->dw.line.len, 0, ELF_T_BYTE))
 		goto elf_fail;
 
+	scn = add_scn(elf, SEC_ARANGES, SHT_PROGBITS, 0, ar_off, 0, im->dw.aranges.len, 1, shname);
+	if (!scn || !add_data(scn, im->dw.aranges.p, im->dw.aranges.len, 0, ELF_T_BYTE))
+		goto elf_fail;
 	scn = add_scn(elf, SEC_SYMTAB, SHT_SYMTAB, 0, sym_off, 0, (im->nfuncs + 1) * symsz, 8, shname);
 	if (!scn)
 		goto elf_fail;

@@ -20,6 +20,7 @@ void pg_dwarf_init(struct pg_dwarf *dw, bool big_endian, unsigned addr_size)
 	dw->addr_size = addr_size;
 	dw->dies.big_endian = dw->prog.big_endian = big_endian;
 	dw->abbrev.big_endian = dw->info.big_endian = dw->line.big_endian = big_endian;
+	dw->aranges.big_endian = big_endian;
 }
 
 void pg_dwarf_free(struct pg_dwarf *dw)
@@ -29,6 +30,7 @@ void pg_dwarf_free(struct pg_dwarf *dw)
 	pg_buf_free(&dw->abbrev);
 	pg_buf_free(&dw->info);
 	pg_buf_free(&dw->line);
+	pg_buf_free(&dw->aranges);
 	pg_strmap_free(&dw->files);
 	free(dw->scratch);
 	dw->scratch = NULL;
@@ -235,5 +237,24 @@ int pg_dwarf_finish(struct pg_dwarf *dw, const char *cu_name,
 	pg_buf_add(l, dw->prog.p, dw->prog.len);
 	pg_buf_put32(l, 0, (uint32_t)(l->len - 4));
 
-	return (a->oom || in->oom || l->oom || dw->dies.oom || dw->prog.oom) ? -ENOMEM : 0;
+	/* .debug_aranges: libdw before 0.192 finds a CU by address only here */
+	{
+		struct pg_buf *ar = &dw->aranges;
+		unsigned tuple = 2 * dw->addr_size;
+
+		pg_buf_u32(ar, 0);
+		pg_buf_u16(ar, 2);
+		pg_buf_u32(ar, 0);	/* the CU at .debug_info offset 0 */
+		pg_buf_u8(ar, (uint8_t)dw->addr_size);
+		pg_buf_u8(ar, 0);	/* segment selector size */
+		while (ar->len % tuple)
+			pg_buf_u8(ar, 0);
+		pg_buf_uaddr(ar, low_pc, dw->addr_size);
+		pg_buf_uaddr(ar, high_pc - low_pc, dw->addr_size);
+		pg_buf_uaddr(ar, 0, dw->addr_size);
+		pg_buf_uaddr(ar, 0, dw->addr_size);
+		pg_buf_put32(ar, 0, (uint32_t)(ar->len - 4));
+	}
+	return (a->oom || in->oom || l->oom || dw->dies.oom || dw->prog.oom ||
+		dw->aranges.oom) ? -ENOMEM : 0;
 }

@@ -14,7 +14,7 @@ struct pg_dwarf {
 	struct pg_buf prog;	/* line program opcodes */
 	struct pg_strmap files;
 	/* sections, valid after pg_dwarf_finish() */
-	struct pg_buf abbrev, info, line;
+	struct pg_buf abbrev, info, line, aranges;
 	uint64_t rows, dropped_rows;
 	struct pg_jd_line *scratch;
 	size_t scratch_cap;

@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests of the library: encoders, the reader on crafted buffers in
+ * both byte orders, and images read back through libdw and libelf. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <byteswap.h>
+#include <dirent.h>
+#include <elfutils/libdw.h>
+#include <gelf.h>
+
+#include <perfgraft/elfimage.h>
+#include "util/util.h"
+
+static int failures, checks;
+
+#define CHECK(cond, ...) do { \
+	checks++; \
+	if (!(cond)) { \
+		failures++; \
+		fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
+		fprintf(stderr, __VA_ARGS__); \
+		fputc('\n', stderr); \
+	} \
+} while (0)
+
+/* --- a tiny jitdump writer in either byte order --- */
+struct w { struct pg_buf b; };
+
+static void w_hdr(struct w *w, uint32_t version, uint32_t mach, uint32_t pad1)
+{
+	pg_buf_u32(&w->b, PG_JITDUMP_MAGIC);
+	pg_buf_u32(&w->b, version);
+	pg_buf_u32(&w->b, 40);
+	pg_buf_u32(&w->b, mach);
+	pg_buf_u32(&w->b, pad1);
+	pg_buf_u32(&w->b, 4242);
+	pg_buf_u64(&w->b, 123456789);
+	pg_buf_u64(&w->b, 0);
+}
+
+static size_t w_rec(struct w *w, uint32_t id, uint64_t ts)
+{
+	size_t at = w->b.len;
+
+	pg_buf_u32(&w->b, id);
+	pg_buf_u32(&w->b, 0);	/* patched by w_end */
+	pg_buf_u64(&w->b, ts);
+	return at;
+}
+
+static void w_end(struct w *w, size_t at)
+{
+	pg_buf_put32(&w->b, at + 4, (uint32_t)(w->b.len - at));
+}
+
+static const uint8_t code1[] = { 0x55, 0x48, 0x89, 0xe5, 0x90, 0x90, 0x90, 0x90,
+				 0x90, 0x90, 0x90, 0x90, 0x5d, 0xc3 };
+
+static void w_load(struct w *w, const char *name, uint64_t addr, uint64_t idx)
+{
+	size_t at = w_rec(w, PG_JD_LOAD, 1000 + idx);
+
+	pg_buf_u32(&w->b, 4242);
+	pg_buf_u32(&w->b, 4243);
+	pg_buf_u64(&w->b, addr);
+	pg_buf_u64(&w->b, addr);
+	pg_buf_u64(&w->b, sizeof(code1));
+	pg_buf_u64(&w->b, idx);
+	pg_buf_str(&w->b, name);
+	pg_buf_add(&w->b, code1, sizeof(code1));
+	w_end(w, at);
+}
+
+static void w_debug(struct w *w, uint64_t addr, uint32_t bias)
+{
+	size_t at = w_rec(w, PG_JD_DEBUG_INFO, 999);
+
+	pg_buf_u64(&w->b, addr);
+	pg_buf_u64(&w->b, 3);
+	pg_buf_u64(&w->b, addr + bias + 0);
+	pg_buf_u32(&w->b, 10);
+	pg_buf_u32(&w->b, 1);
+	pg_buf_str(&w->b, "a.js");
+	pg_buf_u64(&w->b, addr + bias + 4);
+	pg_buf_u32(&w->b, 11);
+	pg_buf_u32(&w->b, 2);
+	pg_buf_str(&w->b, "\xff");
+	pg_buf_u64(&w->b, addr + bias + 12);
+	pg_buf_u32(&w->b, 30);
+	pg_buf_u32(&w->b, 3);
+	pg_buf_str(&w->b, "lib/b.js");
+	w_end(w, at);
+}
+
+static void test_encoders(void)
+{
+	struct pg_buf b = { 0 };
+	static const uint8_t want[] = { 0xe5, 0x8e, 0x26, 0x7f, 0x80, 0x7f, 0x00 };
+	struct pg_strmap m = { 0 };
+	char keys[1000][8];
+	bool added;
+
+	pg_buf_uleb(&b, 624485);	/* DWARF spec example: e5 8e 26 */
+	pg_buf_sleb(&b, -1);
+	pg_buf_sleb(&b, -128);
+	pg_buf_uleb(&b, 0);
+	CHECK(b.len == sizeof(want) && !memcmp(b.p, want, sizeof(want)), "leb128 bytes");
+	pg_buf_free(&b);
+	b.big_endian = true;
+	pg_buf_u32(&b, 0x01020304);
+	CHECK(b.p[0] == 1 && b.p[3] == 4, "big-endian u32");
+	pg_buf_free(&b);
+
+	for (int i = 0; i < 1000; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "k%d", i);
+		CHECK(pg_strmap_intern(&m, keys[i], &added) == i && added, "new key %d", i);
+	}
+	CHECK(pg_strmap_intern(&m, "k517", &added) == 517 && !added, "existing key");
+	pg_strmap_free(&m);
+}
+
+static void on_warn(void *ctx, const char *msg)
+{
+	(void)ctx;
+	if (getenv("UNIT_VERBOSE"))
+		fprintf(stderr, "warning: %s\n", msg);
+}
+
+static void test_reader(bool be)
+{
+	struct w w = { .b = { .big_endian = be } };
+	struct pg_diag d = { .warn = on_warn };
+	struct pg_jd_record r;
+	pg_jitdump *jd;
+	size_t full, bounds[3], nb = 0;
+	int ret;
+
+	w_hdr(&w, 1, 62, 0);
+	bounds[nb++] = w.b.len;
+	w_debug(&w, 0x1000, 0);
+	bounds[nb++] = w.b.len;
+	w_load(&w, "f/../one", 0x1000, 0);
+	bounds[nb++] = w.b.len;
+	w_load(&w, "two", 0x2000, 1);
+	full = w.b.len;
+	ret = pg_jitdump_open_mem(w.b.p, w.b.len, "t.dump", 0, &d, &jd);
+	CHECK(ret == 0, "open: %s", d.err);
+	if (ret)
+		return;
+	CHECK(pg_jitdump_header(jd)->pid == 4242 && pg_jitdump_header(jd)->big_endian == be,
+	      "header pid/byte order");
+	CHECK(pg_jitdump_next(jd, &r) == 1 && r.type == PG_JD_LOAD, "first LOAD");
+	CHECK(!strcmp(r.u.load.name, "f/../one") && r.u.load.code_size == sizeof(code1) &&
+	      !memcmp(r.u.load.code, code1, sizeof(code1)), "LOAD fields");
+	CHECK(r.u.load.debug && r.u.load.debug->nr_lines == 3, "pending DEBUG_INFO attached");
+	if (r.u.load.debug && r.u.load.debug->nr_lines == 3) {
+		const struct pg_jd_line *l = r.u.load.debug->lines;
+
+		CHECK(l[1].file == l[0].file && !strcmp(l[0].file, "a.js"), "\\xff = previous file");
+		CHECK(!strcmp(l[2].file, "lib/b.js") && l[2].line == 30 && l[2].addr == 0x100c,
+		      "third entry");
+	}
+	CHECK(pg_jitdump_next(jd, &r) == 1 && !r.u.load.debug, "pending state consumed");
+	CHECK(pg_jitdump_next(jd, &r) == 0 && d.nwarn == 0, "clean end");
+	pg_jitdump_close(jd);
+
+	/* every truncation point: a warning (or a header error), never a crash */
+	for (size_t cut = 0; cut < full; cut++) {
+		unsigned long before = d.nwarn;
+		int n = 0;
+
+		ret = pg_jitdump_open_mem(w.b.p, cut, "t.dump", 0, &d, &jd);
+		if (cut < 40) {
+			CHECK(ret == -EINVAL && strstr(d.err, "offset 0"), "cut %zu: %s", cut, d.err);
+			continue;
+		}
+		while ((ret = pg_jitdump_next(jd, &r)) > 0)
+			n++;
+		bool boundary = false;
+
+		for (size_t i = 0; i < nb; i++)
+			boundary |= cut == bounds[i];
+		CHECK(ret == 0, "cut %zu returns end", cut);
+		CHECK(d.nwarn == before + !boundary, "cut %zu: a warning unless at a record boundary", cut);
+		CHECK(n == (cut >= bounds[2]) + 0, "cut %zu: complete LOADs kept (%d)", cut, n);
+		pg_jitdump_close(jd);
+	}
+
+	/* a record smaller than its header is an error naming its offset */
+	pg_buf_put32(&w.b, 40 + 4, 8);
+	ret = pg_jitdump_open_mem(w.b.p, w.b.len, "t.dump", 0, &d, &jd);
+	CHECK(ret == 0, "open");
+	if (!ret) {
+		CHECK(pg_jitdump_next(jd, &r) == -EINVAL && strstr(d.err, "t.dump: offset 40:"),
+		      "error names offset: %s", d.err);
+		pg_jitdump_close(jd);
+	}
+	pg_buf_free(&w.b);
+}
+
+static void rm_dir(const char *dir)
+{
+	DIR *dp = opendir(dir);
+	struct dirent *de;
+	char p[4096];
+
+	while (dp && (de = readdir(dp))) {
+		if (de->d_name[0] == '.' && (!de->d_name[1] || de->d_name[1] == '.'))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		unlink(p);
+	}
+	if (dp)
+		closedir(dp);
+	rmdir(dir);
+}
+
+/* Lines through libdw: the image's own address space, V8 bias removed. */
+static void test_image_lines(bool be)
+{
+	struct w w = { .b = { .big_endian = be } };
+	struct pg_diag d = { .warn = on_warn };
+	struct pg_elfset_opts o = { 0 };
+	struct pg_elf_place pl[2];
+	struct pg_jd_record r;
+	char dir[] = "/tmp/pg-unit-XXXXXX";
+	pg_jitdump *jd;
+	pg_elfset *set;
+	int n = 0, fd;
+
+	if (!mkdtemp(dir)) {
+		CHECK(0, "mkdtemp");
+		return;
+	}
+	w_hdr(&w, 1, be ? 21 : 62, 0xdeadbeef);	/* V8: lines are 0x40 late */
+	w_load(&w, "zero", 0x5000, 7);
+	w_debug(&w, 0x6000, 0x40);
+	w_load(&w, "JS:*one", 0x6000, 8);
+	o.dir = dir;
+	CHECK(pg_jitdump_open_mem(w.b.p, w.b.len, "v8.dump", 0, &d, &jd) == 0, "open");
+	CHECK(pg_elfset_new(pg_jitdump_header(jd), "v8.dump", &o, &d, &set) == 0, "elfset");
+	while (pg_jitdump_next(jd, &r) > 0 && n < 2)
+		CHECK(pg_elfset_add(set, &r.u.load, &pl[n++]) == 0, "add: %s", d.err);
+	CHECK(pg_elfset_finish(set) == 0, "finish: %s", d.err);
+	CHECK(pg_elfset_count(set) == 1 && pl[0].image == pl[1].image, "one packed image");
+	CHECK(pl[0].pgoff % 16 == 0 && pl[1].pgoff >= pl[0].pgoff + sizeof(code1), "placements");
+
+	fd = open(pg_elfset_image(set, 0)->path, O_RDONLY);
+	{
+		Dwarf *dw = fd >= 0 ? dwarf_begin(fd, DWARF_C_READ) : NULL;
+		Dwarf_Die cu;
+		static const struct { uint64_t off; int line; const char *file; } want[] = {
+			{ 0, 10, "a.js" }, { 5, 11, "a.js" }, { 12, 30, "lib/b.js" }, { 13, 30, "lib/b.js" },
+		};
+
+		CHECK(dw != NULL, "dwarf_begin: %s", dwarf_errmsg(-1));
+		for (size_t i = 0; dw && i < sizeof(want) / sizeof(want[0]); i++) {
+			Dwarf_Addr a = pl[1].pgoff + want[i].off;
+			Dwarf_Line *ln;
+			int line = -1;
+			const char *file = NULL;
+
+			if (dwarf_addrdie(dw, a, &cu) && (ln = dwarf_getsrc_die(&cu, a))) {
+				dwarf_lineno(ln, &line);
+				file = dwarf_linesrc(ln, NULL, NULL);
+			}
+			CHECK(line == want[i].line && file && !strcmp(file, want[i].file),
+			      "%s: line at +%llu: %s:%d", be ? "BE" : "LE",
+			      (unsigned long long)want[i].off, file ? file : "?", line);
+		}
+		if (dw) {
+			Dwarf_Die sub;
+			Dwarf_Addr low = 0, high = 0;
+			const char *name = NULL;
+			bool found = false;
+
+			if (dwarf_addrdie(dw, pl[1].pgoff, &cu) && dwarf_child(&cu, &sub) == 0) {
+				do {
+					if (dwarf_lowpc(&sub, &low) == 0 && low == pl[1].pgoff) {
+						dwarf_highpc(&sub, &high);
+						name = dwarf_diename(&sub);
+						found = true;
+					}
+				} while (!found && dwarf_siblingof(&sub, &sub) == 0);
+			}
+			CHECK(found && name && !strcmp(name, "JS:*one") &&
+			      high == pl[1].pgoff + sizeof(code1), "subprogram DIE");
+			dwarf_end(dw);
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	pg_elfset_free(set);
+	pg_jitdump_close(jd);
+	pg_buf_free(&w.b);
+	rm_dir(dir);
+}
+
+int main(void)
+{
+	test_encoders();
+	test_reader(false);
+	test_reader(true);
+	test_image_lines(false);
+	test_image_lines(true);
+	printf("%d checks, %d failed\n", checks, failures);
+	return failures ? 1 : 0;
+}
