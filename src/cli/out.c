@@ -38,7 +38,7 @@ static void on_warn(void *ctx, const char *msg)
 			return;
 		}
 		w->list[w->n++] = copy;
-		return;
+		/* and on stderr too, like every other command */
 	}
 	if (!w->verbose && w->shown >= MAX_SHOWN) {
 		w->hidden++;
@@ -83,22 +83,6 @@ void cli_error(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-void out_escaped(FILE *f, const char *s)
-{
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '\\')
-			fputs("\\\\", f);
-		else if (*p == '\t')
-			fputs("\\t", f);
-		else if (*p == '\n')
-			fputs("\\n", f);
-		else if (*p < 0x20 || *p == 0x7f)
-			fprintf(f, "\\x%02x", *p);
-		else
-			fputc(*p, f);
-	}
-}
-
 /* Length of the valid UTF-8 sequence at p, 0 if invalid. */
 static size_t utf8_seq(const unsigned char *p)
 {
@@ -125,6 +109,30 @@ static size_t utf8_seq(const unsigned char *p)
 	    (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
 		return 0;
 	return n;
+}
+
+void out_escaped(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (*p) {
+		size_t n = utf8_seq(p);
+
+		if (*p == '\\')
+			fputs("\\\\", f);
+		else if (*p == '\t')
+			fputs("\\t", f);
+		else if (*p == '\n')
+			fputs("\\n", f);
+		else if (!n || *p < 0x20 || *p == 0x7f)
+			fprintf(f, "\\x%02x", *p);	/* control or not UTF-8 */
+		else {
+			fwrite(p, 1, n, f);
+			p += n;
+			continue;
+		}
+		p++;
+	}
 }
 
 bool utf8_valid(const char *s)
