@@ -166,6 +166,7 @@ class ImageChecks:
 
     FIXTURE = None
     PER_FUNCTION = False
+    EXTRA_ARGS = ()
 
     @classmethod
     def setUpClass(cls):
@@ -235,6 +236,7 @@ class ImageChecks:
         cmd = [PERFGRAFT, "elf", cls.dump_path, "-o", outdir, "--list"]
         if cls.PER_FUNCTION:
             cmd.append("--per-function")
+        cmd.extend(cls.EXTRA_ARGS)
         rc, out, err = run(cmd, cwd=cls.tmp.name)
         if rc != 0:
             raise AssertionError("%s: `%s` exited %d; stderr:\n%s" % (
@@ -445,6 +447,25 @@ class ImageChecks:
                                      [(hex(a), hex(b), c) for a, b, c, _, _
                                       in info.loads]))
         self.report(fails, "layout")
+
+    def test_14_cfi_image_load_segment(self):
+        # perf 5.19..6.7 (libunwind) finds .eh_frame_hdr at
+        # min(map start) - (first PT_LOAD vaddr & ~4095) + hdr vaddr: with
+        # --perf-unwind-5.19 the first PT_LOAD must start at the page-aligned
+        # code (== pgoff); otherwise at 0 (older/newer perf, libdw).
+        compat = "--perf-unwind-5.19" in self.EXTRA_ARGS
+        cfi = [p for p in self.places if self.loads[p["code_index"]].has_cfi]
+        self.assertGreater(len(cfi), 0, "fixture has no function with CFI")
+        fails = []
+        for p in cfi:
+            cmd, rc, out, err = self.readelf(p["image"])
+            loads = ReadelfInfo(out).loads
+            want = p["pgoff"] if compat else 0
+            if not loads or loads[0][1] != want or (compat and want % 4096):
+                fails.append("%s: #%d: first PT_LOAD vaddr %s, expected 0x%x" % (
+                    self.where(p["image"], cmd), p["code_index"],
+                    hex(loads[0][1]) if loads else None, want))
+        self.report(fails, "PT_LOAD of CFI images")
 
     # -- code bytes --------------------------------------------------------
 
@@ -741,6 +762,11 @@ class NodeUnwindPerFunction(ImageChecks, unittest.TestCase):
 
 class NodeInterpPacked(ImageChecks, unittest.TestCase):
     FIXTURE = "node-interp.dump"
+
+
+class NodeUnwindPerf519(ImageChecks, unittest.TestCase):
+    FIXTURE = "node-unwind.dump"
+    EXTRA_ARGS = ("--perf-unwind-5.19",)
 
 
 class FixtureOracle(unittest.TestCase):

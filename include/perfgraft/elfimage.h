@@ -29,6 +29,12 @@ struct pg_elfset_opts {
 	const char *prefix;	/* file name prefix; NULL: "jitted-<pid>" */
 	bool per_function;	/* one image per LOAD, named <prefix>-<index>.so */
 	uint64_t pack_limit;	/* max code bytes per packed image; 0: 256 MiB */
+	/* perf 5.19 to 6.7 built with libunwind finds .eh_frame_hdr at
+	 * min(map start) - (first PT_LOAD vaddr & ~page) + hdr vaddr, which is
+	 * right for a one-map JIT image only when its PT_LOAD starts at the
+	 * page-aligned code (pgoff).  Older and newer perf (and libdw) need
+	 * the PT_LOAD at 0.  Set this for images read by perf 5.19..6.7. */
+	bool cfi_layout_perf_5_19;
 };
 
 /* Where a LOAD's code landed. */

@@ -11,7 +11,8 @@
 
 static void do_help(FILE *f)
 {
-	fprintf(f, "usage: perfgraft elf [-o DIR] [--per-function] [--prefix NAME] [--list] [-v] JITDUMP\n\n"
+	fprintf(f, "usage: perfgraft elf [-o DIR] [--per-function] [--perf-unwind-5.19] [--prefix NAME]\n"
+		   "                     [--pack-limit BYTES] [--list] [-q] [-v] JITDUMP\n\n"
 		   "Writes ELF images with the code, symbols, DWARF line tables and unwind\n"
 		   "tables of every function in JITDUMP.  Functions without CFI share packed\n"
 		   "images; a function with CFI gets an image of its own.\n\n"
@@ -19,6 +20,8 @@ static void do_help(FILE *f)
 		   "  --per-function      one image per function, as perf inject --jit writes\n"
 		   "  --prefix NAME       image file name prefix (default: jitted-PID)\n"
 		   "  --pack-limit BYTES  code bytes per packed image (default: 256 MiB)\n"
+		   "  --perf-unwind-5.19  lay out images with CFI for perf 5.19..6.7 built\n"
+		   "                      with libunwind (Debian 12's perf 6.1)\n"
 		   "  -l, --list          print where each function landed (tab-separated:\n"
 		   "                      index, code_addr, size, image, pgoff, map_len, name)\n"
 		   "  -q, --quiet         no summary on stderr\n"
@@ -40,12 +43,13 @@ static void remove_images(pg_elfset *set, const char *dir)
 
 int cmd_elf(int argc, char **argv)
 {
-	enum { OPT_PER_FUNCTION = 256, OPT_PREFIX, OPT_PACK_LIMIT };
+	enum { OPT_PER_FUNCTION = 256, OPT_PREFIX, OPT_PACK_LIMIT, OPT_UNWIND_519 };
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "per-function", no_argument, NULL, OPT_PER_FUNCTION },
 		{ "prefix", required_argument, NULL, OPT_PREFIX },
 		{ "pack-limit", required_argument, NULL, OPT_PACK_LIMIT },
+		{ "perf-unwind-5.19", no_argument, NULL, OPT_UNWIND_519 },
 		{ "list", no_argument, NULL, 'l' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -70,6 +74,7 @@ int cmd_elf(int argc, char **argv)
 		case 'o': eo.dir = optarg; break;
 		case OPT_PER_FUNCTION: eo.per_function = true; break;
 		case OPT_PREFIX: eo.prefix = optarg; break;
+		case OPT_UNWIND_519: eo.cfi_layout_perf_5_19 = true; break;
 		case OPT_PACK_LIMIT:
 			errno = 0;
 			eo.pack_limit = strtoull(optarg, &end, 0);

@@ -68,6 +68,7 @@ struct pg_elfset {
 	struct img *pack;	/* open packed image */
 	unsigned npacks;
 	uint64_t text_off;	/* where .text starts in every image */
+	bool cfi_compat;	/* opts.cfi_layout_perf_5_19 */
 };
 
 static uint64_t headers_end(const struct pg_elfset *set)
@@ -96,6 +97,7 @@ int pg_elfset_new(const struct pg_jd_header *hdr, const char *dump_name,
 	set->hdr = *hdr;
 	set->diag = diag;
 	set->per_function = opts->per_function;
+	set->cfi_compat = opts->cfi_layout_perf_5_19;
 	set->pack_limit = opts->pack_limit ? opts->pack_limit : DEFAULT_PACK_LIMIT;
 	if (set->pack_limit > (1ull << 31))
 		set->pack_limit = 1ull << 31;	/* offsets stay 32-bit clean */
@@ -307,6 +309,8 @@ static int write_image(pg_elfset *set, struct img *im)
 	uint64_t abbrev_off, info_off, line_off, ar_off, sym_off, str_off, shstr_off, sh_off;
 	size_t symsz = gelf_fsize(NULL, ELF_T_SYM, 1, EV_CURRENT);
 	const uint8_t *ehp, *hdrp;
+	/* the PT_LOAD starts at 0, or at the code for perf 5.19..6.7 */
+	uint64_t load_off = im->unw && set->cfi_compat ? im->text_off : 0;
 	uint32_t nhdr[3] = { 4, BUILD_ID_SIZE, NT_GNU_BUILD_ID };
 	int ret = -EIO;
 
@@ -463,8 +467,8 @@ static int write_image(pg_elfset *set, struct img *im)
 	memset(&ph, 0, sizeof(ph));
 	ph.p_type = PT_LOAD;
 	ph.p_flags = PF_R | PF_X;
-	ph.p_offset = ph.p_vaddr = ph.p_paddr = 0;
-	ph.p_filesz = ph.p_memsz = load_end;
+	ph.p_offset = ph.p_vaddr = ph.p_paddr = load_off;
+	ph.p_filesz = ph.p_memsz = load_end - load_off;
 	ph.p_align = 0x1000;
 	if (!gelf_update_phdr(elf, 0, &ph))
 		goto elf_fail;
@@ -538,8 +542,11 @@ int pg_elfset_add(pg_elfset *set, const struct pg_jd_load *ld,
 		ret = new_image(set, name, &im);
 		if (ret)
 			return ret;
-		if (cfi)
+		if (cfi) {
 			im->unw = u;
+			if (set->cfi_compat)	/* page-aligned code, see elfimage.h */
+				im->text_off = im->text_end = pg_align(set->text_off, 0x1000);
+		}
 		ret = img_add(set, im, ld);
 		if (!ret) {
 			if (cfi)
