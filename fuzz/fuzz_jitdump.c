@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: MIT */
+/* libFuzzer harness for the jitdump reader and the ELF image builder.
+ *
+ * Pass 1 walks every record (PG_JITDUMP_ALL_RECORDS) and reads every byte
+ * a record points at (names, line file names, code, unwind blobs), so that
+ * ASan sees any pointer or length that escapes the input buffer.
+ * Pass 2 opens the input again in the default mode and feeds every LOAD to
+ * an elfset writing into a private temporary directory, then deletes what
+ * was written so that a long run does not fill the disk.
+ *
+ * Build: see fuzz/README.md. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dirent.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <perfgraft/common.h>
+#include <perfgraft/jitdump.h>
+#include <perfgraft/elfimage.h>
+
+static char tmpdir[] = "/tmp/perfgraft-fuzz-XXXXXX";
+static int have_tmpdir;
+static unsigned long stray_files;
+
+/* Keeps the compiler from dropping the reads. */
+static volatile uint64_t sink;
+
+static uint64_t touch_str(const char *s)
+{
+	uint64_t sum = 0;
+
+	if (!s)
+		return 0;
+	for (; *s; s++)
+		sum += (unsigned char)*s;
+	return sum + 1;
+}
+
+static uint64_t touch_bytes(const uint8_t *p, uint64_t n)
+{
+	uint64_t sum = 0;
+
+	if (!p)
+		return 0;
+	for (uint64_t i = 0; i < n; i++)
+		sum += p[i];
+	return sum;
+}
+
+static uint64_t touch_debug(const struct pg_jd_debug *dbg)
+{
+	uint64_t sum;
+
+	if (!dbg)
+		return 0;
+	sum = dbg->offset + dbg->timestamp + dbg->code_addr + dbg->nr_lines;
+	if (dbg->nr_lines && !dbg->lines)
+		abort();	/* lines promised, none given */
+	for (size_t i = 0; i < dbg->nr_lines; i++) {
+		const struct pg_jd_line *ln = &dbg->lines[i];
+
+		sum += ln->addr + ln->line + ln->discrim + touch_str(ln->file);
+	}
+	return sum;
+}
+
+static uint64_t touch_unwind(const struct pg_jd_unwind *uw)
+{
+	uint64_t sum;
+
+	if (!uw)
+		return 0;
+	sum = uw->offset + uw->timestamp + uw->unwinding_size +
+	      uw->eh_frame_hdr_size + uw->mapped_size;
+	sum += touch_bytes(uw->eh_frame, uw->eh_frame_size);
+	sum += touch_bytes(uw->eh_frame_hdr, uw->eh_frame_hdr_size);
+	return sum;
+}
+
+static uint64_t touch_load(const struct pg_jd_load *ld)
+{
+	uint64_t sum = ld->pid + ld->tid + ld->vma + ld->code_addr +
+		       ld->code_size + ld->code_index;
+
+	sum += touch_str(ld->name);
+	sum += touch_bytes(ld->code, ld->code_size);
+	sum += touch_debug(ld->debug);
+	sum += touch_unwind(ld->unwind);
+	return sum;
+}
+
+static uint64_t touch_record(const struct pg_jd_record *rec)
+{
+	uint64_t sum = rec->id + rec->size + rec->offset + rec->timestamp;
+
+	switch (rec->id) {
+	case PG_JD_LOAD:
+		sum += touch_load(&rec->u.load);
+		break;
+	case PG_JD_MOVE: {
+		const struct pg_jd_move *mv = &rec->u.move;
+
+		sum += mv->pid + mv->tid + mv->vma + mv->old_code_addr +
+		       mv->new_code_addr + mv->code_size + mv->code_index;
+		break;
+	}
+	case PG_JD_DEBUG_INFO:
+		sum += touch_debug(&rec->u.debug);
+		break;
+	case PG_JD_UNWINDING_INFO:
+		sum += touch_unwind(&rec->u.unwind);
+		break;
+	default:	/* CLOSE and unknown ids: prefix only */
+		break;
+	}
+	return sum;
+}
+
+static uint64_t touch_header(const pg_jitdump *jd)
+{
+	const struct pg_jd_header *h = pg_jitdump_header(jd);
+	uint64_t sum;
+
+	if (!h)
+		abort();
+	sum = h->version + h->total_size + h->elf_mach + h->pad1 + h->pid +
+	      h->timestamp + h->flags + h->big_endian + h->is_64bit + h->v8 +
+	      h->line_bias;
+	sum += touch_str(pg_jitdump_path(jd));
+	sum += pg_jitdump_size(jd);
+	return sum;
+}
+
+/* Pass 1: every record, every byte. */
+static void walk_all(const uint8_t *data, size_t size)
+{
+	struct pg_diag diag;
+	struct pg_jd_record rec;
+	struct pg_jitdump_stats st;
+	pg_jitdump *jd = NULL;
+	uint64_t sum = 0;
+	int rc;
+
+	memset(&diag, 0, sizeof(diag));
+	diag.warn = NULL;
+	if (pg_jitdump_open_mem(data, size, "fuzz", PG_JITDUMP_ALL_RECORDS,
+				&diag, &jd) < 0)
+		return;
+	sum += touch_header(jd);
+	while ((rc = pg_jitdump_next(jd, &rec)) > 0)
+		sum += touch_record(&rec);
+	pg_jitdump_stats(jd, &st);
+	sum += st.records + st.loads + st.lines + st.truncated_bytes;
+	pg_jitdump_close(jd);
+	sink += sum + rc;
+}
+
+/* Removes whatever is left in tmpdir (files the set did not list). */
+static void sweep_tmpdir(void)
+{
+	DIR *d = opendir(tmpdir);
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char path[sizeof(tmpdir) + 512];
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", tmpdir, de->d_name);
+		if (unlink(path) == 0 && stray_files++ == 0)
+			fprintf(stderr, "fuzz_jitdump: note: %s was written "
+				"but not listed by pg_elfset_image()\n", path);
+	}
+	closedir(d);
+}
+
+/* Pass 2: LOADs into ELF images. */
+static void build_images(const uint8_t *data, size_t size)
+{
+	struct pg_diag diag;
+	struct pg_jd_record rec;
+	struct pg_elfset_opts opts;
+	struct pg_elf_place place;
+	pg_jitdump *jd = NULL;
+	pg_elfset *set = NULL;
+	size_t n;
+
+	if (!have_tmpdir)
+		return;
+	memset(&diag, 0, sizeof(diag));
+	diag.warn = NULL;
+	if (pg_jitdump_open_mem(data, size, "fuzz", 0, &diag, &jd) < 0)
+		return;
+
+	memset(&opts, 0, sizeof(opts));
+	opts.dir = tmpdir;
+	/* Small packs, so that a short input can fill more than one. */
+	opts.pack_limit = 0;
+	if (size && (data[size - 1] & 1))
+		opts.pack_limit = 64;
+	opts.per_function = size > 1 && (data[size - 2] & 3) == 3;
+
+	if (pg_elfset_new(pg_jitdump_header(jd), "fuzz", &opts, &diag, &set) < 0) {
+		pg_jitdump_close(jd);
+		return;
+	}
+	while (pg_jitdump_next(jd, &rec) > 0) {
+		int rc;
+
+		if (rec.id != PG_JD_LOAD)
+			continue;
+		memset(&place, 0, sizeof(place));
+		rc = pg_elfset_add(set, &rec.u.load, &place);
+		if (rc < 0)
+			break;
+		if (rc == 0) {
+			const struct pg_elf_image *im;
+
+			if (place.image >= pg_elfset_count(set))
+				abort();	/* placement names no image */
+			im = pg_elfset_image(set, place.image);
+			if (!im)
+				abort();
+			sink += place.pgoff + place.map_len + im->nfuncs;
+		}
+	}
+	(void)pg_elfset_finish(set);
+
+	n = pg_elfset_count(set);
+	for (size_t i = 0; i < n; i++) {
+		const struct pg_elf_image *im = pg_elfset_image(set, i);
+
+		if (!im)
+			abort();
+		sink += touch_str(im->name) + im->size + im->nfuncs +
+			touch_bytes(im->build_id, sizeof(im->build_id));
+		if (im->path)
+			(void)unlink(im->path);
+	}
+	pg_elfset_free(set);
+	pg_jitdump_close(jd);
+	sweep_tmpdir();
+}
+
+static void remove_tmpdir(void)
+{
+	if (have_tmpdir) {
+		sweep_tmpdir();
+		(void)rmdir(tmpdir);
+	}
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	if (!mkdtemp(tmpdir)) {
+		fprintf(stderr, "fuzz_jitdump: mkdtemp: %s; pass 2 disabled\n",
+			strerror(errno));
+		return 0;
+	}
+	have_tmpdir = 1;
+	atexit(remove_tmpdir);
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	walk_all(data, size);
+	build_images(data, size);
+	return 0;
+}
