@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "util/util.h"
 
 #define MAX_SHOWN 20		/* warnings printed before -v is needed */
 #define MAX_COLLECTED 1000	/* warnings kept for JSON output */
@@ -21,19 +22,9 @@ static void on_warn(void *ctx, const char *msg)
 			w->dropped++;
 			return;
 		}
-		if (w->n == w->cap) {
-			size_t cap = w->cap ? w->cap * 2 : 16;
-			char **v = realloc(w->list, cap * sizeof(*v));
-
-			if (!v) {
-				w->dropped++;
-				return;
-			}
-			w->list = v;
-			w->cap = cap;
-		}
 		copy = strdup(msg);
-		if (!copy) {
+		if (!copy || !pg_grow((void **)&w->list, &w->cap, w->n + 1, sizeof(*w->list))) {
+			free(copy);
 			w->dropped++;
 			return;
 		}

@@ -165,15 +165,8 @@ static int new_image(pg_elfset *set, const char *want, struct img **out)
 		/* a code_index used twice in one dump */
 		snprintf(name, sizeof(name), "%.*s-dup%u.so", (int)(strlen(want) - 3), want, k);
 	}
-	if (set->nimages == set->cap) {
-		size_t cap = set->cap ? set->cap * 2 : 16;
-		struct pg_elf_image *v = realloc(set->images, cap * sizeof(*v));
-
-		if (!v)
-			return pg_err(set->diag, -ENOMEM, "out of memory");
-		set->images = v;
-		set->cap = cap;
-	}
+	if (!pg_grow((void **)&set->images, &set->cap, set->nimages + 1, sizeof(*set->images)))
+		return pg_err(set->diag, -ENOMEM, "out of memory");
 	im = calloc(1, sizeof(*im));
 	if (!im)
 		return pg_err(set->diag, -ENOMEM, "out of memory");
@@ -209,15 +202,8 @@ static int img_add(pg_elfset *set, struct img *im, const struct pg_jd_load *ld)
 	size_t nlen = strlen(ld->name);
 	int ret;
 
-	if (im->nfuncs == im->cap) {
-		size_t cap = im->cap ? im->cap * 2 : 64;
-		struct func *v = realloc(im->funcs, cap * sizeof(*v));
-
-		if (!v)
-			return pg_err(set->diag, -ENOMEM, "out of memory");
-		im->funcs = v;
-		im->cap = cap;
-	}
+	if (!pg_grow((void **)&im->funcs, &im->cap, im->nfuncs + 1, sizeof(*im->funcs)))
+		return pg_err(set->diag, -ENOMEM, "out of memory");
 	f = &im->funcs[im->nfuncs++];
 	f->name = ld->name;
 	f->code = ld->code;

@@ -273,18 +273,12 @@ static void parse_debug(pg_jitdump *jd, uint64_t off, const uint8_t *body,
 		drop_debug(jd, dbg);
 		return;
 	}
-	if (dbg->nr_entry > jd->lines_cap) {
-		size_t cap = dbg->nr_entry < 64 ? 64 : (size_t)dbg->nr_entry;
-		struct pg_jd_line *l = realloc(jd->lines, cap * sizeof(*l));
-
-		if (!l) {
-			pg_warn(jd->diag, "%s: offset %llu: out of memory for %llu line entries; record dropped",
-				jd->name, (unsigned long long)off, (unsigned long long)dbg->nr_entry);
-			drop_debug(jd, dbg);
-			return;
-		}
-		jd->lines = l;
-		jd->lines_cap = cap;
+	if (!pg_grow((void **)&jd->lines, &jd->lines_cap, (size_t)dbg->nr_entry,
+		     sizeof(*jd->lines))) {
+		pg_warn(jd->diag, "%s: offset %llu: out of memory for %llu line entries; record dropped",
+			jd->name, (unsigned long long)off, (unsigned long long)dbg->nr_entry);
+		drop_debug(jd, dbg);
+		return;
 	}
 	for (uint64_t i = 0; i < dbg->nr_entry; i++) {
 		struct pg_jd_line *ln = &jd->lines[i];

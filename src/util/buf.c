@@ -3,6 +3,28 @@
 #include <string.h>
 #include "util/util.h"
 
+bool pg_grow(void **v, size_t *cap, size_t n, size_t elem)
+{
+	size_t c = *cap ? *cap : 16;
+	void *p;
+
+	if (n <= *cap)
+		return true;
+	while (c < n) {
+		if (c > SIZE_MAX / 2)
+			return false;
+		c *= 2;
+	}
+	if (c > SIZE_MAX / elem)
+		return false;
+	p = realloc(*v, c * elem);
+	if (!p)
+		return false;
+	*v = p;
+	*cap = c;
+	return true;
+}
+
 void pg_buf_free(struct pg_buf *b)
 {
 	free(b->p);

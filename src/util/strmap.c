@@ -49,15 +49,9 @@ long pg_strmap_intern(struct pg_strmap *m, const char *key, bool *added)
 			return idx;
 		j = (j + 1) & (m->nslots - 1);
 	}
-	if (m->n == m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 32;
-		const char **keys = realloc(m->keys, cap * sizeof(*keys));
-
-		if (!keys || m->n >= UINT32_MAX - 1)
-			return -1;
-		m->keys = keys;
-		m->cap = cap;
-	}
+	if (m->n >= UINT32_MAX - 1 ||
+	    !pg_grow((void **)&m->keys, &m->cap, m->n + 1, sizeof(*m->keys)))
+		return -1;
 	m->keys[m->n] = key;
 	m->slots[j] = (uint32_t)m->n + 1;
 	*added = true;

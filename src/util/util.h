@@ -38,6 +38,10 @@ void pg_buf_str(struct pg_buf *b, const char *s);	/* with its NUL */
 void pg_buf_put32(struct pg_buf *b, size_t at, uint32_t v);
 void pg_buf_put64(struct pg_buf *b, size_t at, uint64_t v);
 
+/* Makes room for n elements of size elem in *v (capacity *cap, doubling
+ * from 16); returns false, leaving *v as it was, on overflow or OOM. */
+bool pg_grow(void **v, size_t *cap, size_t n, size_t elem);
+
 /* String -> dense index (first seen = 0).  Keys are not copied. */
 struct pg_strmap {
 	const char **keys;	/* by index */
