@@ -29,11 +29,12 @@ struct pg_elfset_opts {
 	const char *prefix;	/* file name prefix; NULL: "jitted-<pid>" */
 	bool per_function;	/* one image per LOAD, named <prefix>-<index>.so */
 	uint64_t pack_limit;	/* max code bytes per packed image; 0: 256 MiB */
-	/* perf 5.19 to 6.7 built with libunwind finds .eh_frame_hdr at
-	 * min(map start) - (first PT_LOAD vaddr & ~page) + hdr vaddr, which is
-	 * right for a one-map JIT image only when its PT_LOAD starts at the
-	 * page-aligned code (pgoff).  Older and newer perf (and libdw) need
-	 * the PT_LOAD at 0.  Set this for images read by perf 5.19..6.7. */
+	/* perf 5.19 to 6.7 built with libunwind, without the 2023 fix that
+	 * subtracts pgoff, finds .eh_frame_hdr at min(map start) - (first
+	 * PT_LOAD vaddr & ~page) + hdr vaddr: right for a one-map JIT image
+	 * only when its PT_LOAD starts at the page-aligned code.  Older perf,
+	 * perf with the fix (6.8+, Debian 12's 6.1.187) and libdw need the
+	 * PT_LOAD at 0, the default. */
 	bool cfi_layout_perf_5_19;
 };
 

@@ -48,6 +48,8 @@ struct pg_jd_line {
 	uint32_t discrim;	/* V8: the 1-based column */
 	const char *file;	/* NUL-terminated; NULL when the producer
 				 * wrote a damaged name (dropped) */
+	const char *damaged;	/* file NULL: the damaged bytes, not */
+	uint32_t damaged_len;	/* NUL-terminated (node keeps the length) */
 };
 
 struct pg_jd_debug {

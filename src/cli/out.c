@@ -10,6 +10,9 @@
 
 #define MAX_SHOWN 20		/* warnings printed before -v is needed */
 #define MAX_COLLECTED 1000	/* warnings kept for JSON output */
+/* Longer strings are cut when printed: a hostile dump that repeats a
+ * huge name would otherwise make the output quadratic in its size. */
+#define MAX_PRINTED 4096
 
 static void on_warn(void *ctx, const char *msg)
 {
@@ -102,11 +105,20 @@ static size_t utf8_seq(const unsigned char *p)
 	return n;
 }
 
+static void cut_note(FILE *f, const unsigned char *p, const char *s)
+{
+	fprintf(f, "...(%zu bytes)", (size_t)((const char *)p - s) + strlen((const char *)p));
+}
+
 void out_escaped(FILE *f, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 
 	while (*p) {
+		if ((const char *)p - s >= MAX_PRINTED) {
+			cut_note(f, p, s);
+			break;
+		}
 		size_t n = utf8_seq(p);
 
 		if (*p == '\\')
@@ -148,6 +160,10 @@ void json_str(FILE *f, const char *s)
 	while (*p) {
 		size_t n = utf8_seq(p);
 
+		if ((const char *)p - s >= MAX_PRINTED) {
+			cut_note(f, p, s);
+			break;
+		}
 		if (!n) {
 			fputs("\\ufffd", f);
 			p++;
@@ -171,8 +187,13 @@ void json_str(FILE *f, const char *s)
 void json_hex(FILE *f, const char *s)
 {
 	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if ((const char *)p - s >= MAX_PRINTED) {
+			cut_note(f, p, s);
+			break;
+		}
 		fprintf(f, "%02x", *p);
+	}
 	fputc('"', f);
 }
 

@@ -21,6 +21,9 @@
 #define FUNC_ALIGN 16
 #define TEXT_ALIGN 64
 #define BUILD_ID_SIZE 20
+/* DWARF32 and ELF32 string offsets: an image's tables stay below this */
+#define TABLE_LIMIT (1ull << 30)
+#define NAME_LIMIT (1u << 20)
 
 enum { SEC_NOTE = 1, SEC_TEXT, SEC_EH_FRAME, SEC_EH_FRAME_HDR, SEC_ABBREV,
        SEC_INFO, SEC_LINE, SEC_ARANGES, SEC_SYMTAB, SEC_STRTAB, SEC_SHSTRTAB, SEC_COUNT };
@@ -68,6 +71,9 @@ struct pg_elfset {
 	struct img *pack;	/* open packed image */
 	unsigned npacks;
 	uint64_t text_off;	/* where .text starts in every image */
+	struct pg_jd_line *scratch;	/* lines with recovered file names */
+	size_t scratch_cap;
+	uint64_t recovered;
 	bool cfi_compat;	/* opts.cfi_layout_perf_5_19 */
 };
 
@@ -110,9 +116,9 @@ int pg_elfset_new(const struct pg_jd_header *hdr, const char *dump_name,
 		pg_elfset_free(set);
 		return pg_err(diag, -ENOMEM, "out of memory");
 	}
-	if (strchr(set->prefix, '/') || !set->prefix[0]) {
+	if (strchr(set->prefix, '/') || !set->prefix[0] || strlen(set->prefix) > 100) {
 		pg_elfset_free(set);
-		return pg_err(diag, -EINVAL, "image prefix '%s' must be a plain file name", opts->prefix);
+		return pg_err(diag, -EINVAL, "image prefix '%s' must be a plain file name of at most 100 bytes", opts->prefix);
 	}
 	set->dirfd = open(set->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (set->dirfd < 0) {
@@ -194,6 +200,60 @@ static int new_image(pg_elfset *set, const char *want, struct img **out)
 	return 0;
 }
 
+/* node overwrites the first bytes of a script's file name (length kept);
+ * V8 function names end with "<script>:<line>:<column>".  When a damaged
+ * name has the length of the function's own script and its intact tail
+ * matches, it is that script.  Returns the recovered lines, or the input. */
+#define V8_DAMAGED_PREFIX 16
+static const struct pg_jd_line *recover_names(pg_elfset *set, struct img *im,
+					      const struct pg_jd_load *ld)
+{
+	const struct pg_jd_debug *dbg = ld->debug;
+	const char *name = ld->name, *end = name + strlen(name), *p = end;
+	struct pg_jd_line *out;
+	char *script = NULL;
+	size_t slen;
+	int colons = 0;
+
+	if (!set->hdr.v8 || !dbg)
+		return dbg ? dbg->lines : NULL;
+	/* strip ":<line>:<column>" */
+	while (p > name && colons < 2) {
+		p--;
+		if (*p == ':')
+			colons++;
+		else if (*p < '0' || *p > '9')
+			return dbg->lines;
+	}
+	if (colons < 2)
+		return dbg->lines;
+	slen = (size_t)(p - name);
+	if (!pg_grow((void **)&set->scratch, &set->scratch_cap, dbg->nr_lines, sizeof(*out)))
+		return dbg->lines;
+	out = set->scratch;
+	for (size_t i = 0; i < dbg->nr_lines; i++) {
+		const struct pg_jd_line *l = &dbg->lines[i];
+		size_t n = l->damaged_len, keep = n > V8_DAMAGED_PREFIX ? V8_DAMAGED_PREFIX : n;
+		const char *cand = name + slen - n;
+
+
+		out[i] = *l;
+		if (l->file || !l->damaged || !n || n >= slen || cand[-1] != ' ' ||
+		    memcmp(cand + keep, l->damaged + keep, n - keep))
+			continue;
+		if (!script) {
+			script = strndup(cand, n);
+			if (!script || pg_dwarf_own(&im->dw, script) < 0) {
+				free(script);
+				return dbg->lines;
+			}
+			set->recovered++;
+		}
+		out[i].file = script;
+	}
+	return out;
+}
+
 static int img_add(pg_elfset *set, struct img *im, const struct pg_jd_load *ld)
 {
 	struct func *f;
@@ -216,7 +276,7 @@ static int img_add(pg_elfset *set, struct img *im, const struct pg_jd_load *ld)
 	sha1_update(&im->sha, nlen + 1, (const uint8_t *)ld->name);
 	sha1_update(&im->sha, ld->code_size, ld->code);
 	ret = pg_dwarf_add_func(&im->dw, ld->name, off, ld->code_size, ld->code_addr,
-				ld->debug ? ld->debug->lines : NULL,
+				recover_names(set, im, ld),
 				ld->debug ? ld->debug->nr_lines : 0,
 				set->hdr.line_bias, set->hdr.v8);
 	if (ret || im->strtab.oom)
@@ -376,7 +436,9 @@ static int write_image(pg_elfset *set, struct img *im)
 	elf_flagelf(elf, ELF_C_SET, ELF_F_LAYOUT);
 
 	off = headers_end(set) - sizeof(note);
-	scn = add_scn(elf, SEC_NOTE, SHT_NOTE, SHF_ALLOC, off, off, sizeof(note), 4, shname);
+	/* the note is in the PT_LOAD unless that starts at the code */
+	scn = add_scn(elf, SEC_NOTE, SHT_NOTE, load_off ? 0 : SHF_ALLOC, off, load_off ? 0 : off,
+		      sizeof(note), 4, shname);
 	if (!scn || !add_data(scn, note, 12, 0, ELF_T_NHDR) ||
 	    !add_data(scn, note + 12, sizeof(note) - 12, 12, ELF_T_BYTE))
 		goto elf_fail;
@@ -462,7 +524,7 @@ static int write_image(pg_elfset *set, struct img *im)
 	ph.p_flags = PF_R;
 	ph.p_offset = ph.p_vaddr = ph.p_paddr = hdr_off;
 	ph.p_filesz = ph.p_memsz = hdr_size;
-	ph.p_align = 4;
+	ph.p_align = hdr_off % 4 ? 1 : 4;
 	if (!gelf_update_phdr(elf, 1, &ph))
 		goto elf_fail;
 	ph.p_type = PT_NOTE;
@@ -522,6 +584,11 @@ int pg_elfset_add(pg_elfset *set, const struct pg_jd_load *ld,
 	memset(out, 0, sizeof(*out));
 	if (!ld->code_size)
 		return 1;
+	if (strlen(ld->name) > NAME_LIMIT) {
+		pg_warn(set->diag, "%s: function at 0x%llx has a name of %zu bytes; not placed",
+			set->dump_name, (unsigned long long)ld->code_addr, strlen(ld->name));
+		return 1;
+	}
 	if (cfi || set->per_function) {
 		snprintf(name, sizeof(name), "%s-%llu.so", set->prefix,
 			 (unsigned long long)ld->code_index);
@@ -534,19 +601,23 @@ int pg_elfset_add(pg_elfset *set, const struct pg_jd_load *ld,
 				im->text_off = im->text_end = pg_align(set->text_off, 0x1000);
 		}
 		ret = img_add(set, im, ld);
-		if (!ret) {
-			if (cfi)
-				sha1_update(&im->sha, u->eh_frame_hdr_size, u->eh_frame_hdr);
-			ret = write_image(set, im);
+		if (ret) {
+			img_free(im);
+			return ret;
 		}
+		if (cfi)
+			sha1_update(&im->sha, u->eh_frame_hdr_size, u->eh_frame_hdr);
+		ret = write_image(set, im);
 		out->image = (uint32_t)im->pub;
 		out->pgoff = im->funcs[0].off;
 		out->map_len = cfi ? pg_align(ld->code_size, 8) + u->mapped_size : ld->code_size;
 		img_free(im);
 		return ret;
 	}
-	if (set->pack && set->pack->text_end + ld->code_size + FUNC_ALIGN >
-			 set->text_off + set->pack_limit && set->pack->nfuncs) {
+	if (set->pack && set->pack->nfuncs &&
+	    (set->pack->text_end + ld->code_size + FUNC_ALIGN > set->text_off + set->pack_limit ||
+	     set->pack->strtab.len > TABLE_LIMIT || set->pack->dw.dies.len > TABLE_LIMIT ||
+	     set->pack->dw.prog.len > TABLE_LIMIT)) {
 		ret = close_pack(set);
 		if (ret)
 			return ret;
@@ -586,6 +657,7 @@ void pg_elfset_free(pg_elfset *set)
 	if (!set)
 		return;
 	img_free(set->pack);
+	free(set->scratch);
 	for (size_t i = 0; i < set->nimages; i++)
 		free(set->images[i].path);
 	free(set->images);

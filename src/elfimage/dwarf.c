@@ -34,6 +34,18 @@ void pg_dwarf_free(struct pg_dwarf *dw)
 	pg_strmap_free(&dw->files);
 	free(dw->scratch);
 	dw->scratch = NULL;
+	for (size_t i = 0; i < dw->nowned; i++)
+		free(dw->owned[i]);
+	free(dw->owned);
+	dw->owned = NULL;
+}
+
+int pg_dwarf_own(struct pg_dwarf *dw, char *s)
+{
+	if (!pg_grow((void **)&dw->owned, &dw->owned_cap, dw->nowned + 1, sizeof(*dw->owned)))
+		return -ENOMEM;
+	dw->owned[dw->nowned++] = s;
+	return 0;
 }
 
 static int cmp_line(const void *a, const void *b)
@@ -69,6 +81,8 @@ int pg_dwarf_add_func(struct pg_dwarf *dw, const char *name, uint64_t vaddr,
 		      uint32_t line_bias, bool column_in_discrim)
 {
 	struct pg_buf *p = &dw->prog;
+	const char *last_file = NULL;	/* interned once per run of one name */
+	long last_idx = -1;
 	uint64_t cur_addr = vaddr;
 	int64_t cur_line = 1;
 	uint32_t cur_col = 0;
@@ -111,15 +125,22 @@ int pg_dwarf_add_func(struct pg_dwarf *dw, const char *name, uint64_t vaddr,
 	pg_buf_uaddr(p, vaddr, dw->addr_size);
 	for (size_t i = 0; i < n; i++) {
 		const struct pg_jd_line *ln = &dw->scratch[i];
-		const char *file = ln->file ? ln->file : UNKNOWN_FILE;
+		/* an empty name would end DWARF 4's file table */
+		const char *file = ln->file && ln->file[0] ? ln->file : UNKNOWN_FILE;
 		uint64_t addr = vaddr + ln->addr, adv;
 		int64_t dline;
 		long idx;
 		bool added;
 
-		idx = pg_strmap_intern(&dw->files, file, &added);
-		if (idx < 0)
-			return -ENOMEM;
+		if (file == last_file) {
+			idx = last_idx;
+		} else {
+			idx = pg_strmap_intern(&dw->files, file, &added);
+			if (idx < 0)
+				return -ENOMEM;
+			last_file = file;
+			last_idx = idx;
+		}
 		if (idx + 1 != cur_file) {
 			pg_buf_u8(p, DW_LNS_set_file);
 			pg_buf_uleb(p, (uint64_t)idx + 1);

@@ -18,7 +18,12 @@ struct pg_dwarf {
 	uint64_t rows, dropped_rows;
 	struct pg_jd_line *scratch;
 	size_t scratch_cap;
+	char **owned;		/* strings freed with the tables */
+	size_t nowned, owned_cap;
 };
+
+/* Takes ownership of s (freed by pg_dwarf_free); -ENOMEM leaves it to the caller. */
+int pg_dwarf_own(struct pg_dwarf *dw, char *s);
 
 void pg_dwarf_init(struct pg_dwarf *dw, bool big_endian, unsigned addr_size);
 /* lines may be NULL.  line_bias is what the producer added to each line

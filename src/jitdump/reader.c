@@ -24,6 +24,8 @@
 #define UNWIND_FIXED 24
 /* A line address this far past the DEBUG_INFO's code address is not one. */
 #define LINE_ADDR_SPAN (1ull << 30)
+/* how many leading bytes of a file name node may overwrite */
+#define V8_DAMAGED_PREFIX 16
 
 struct pg_jitdump {
 	const uint8_t *base;
@@ -63,19 +65,38 @@ static uint64_t rd64(const pg_jitdump *jd, const uint8_t *p)
 	return jd->swap ? bswap_64(v) : v;
 }
 
-static bool machine_is_64bit(uint32_t m)
+/* 1: 64-bit, 0: 32-bit, -1: the machine number does not say */
+static int machine_class(uint32_t m)
 {
 	switch (m) {
-	case EM_X86_64: case EM_AARCH64: case EM_PPC64: case EM_S390:
-	case EM_SPARCV9: case EM_IA_64: case EM_ALPHA: case EM_RISCV:
-	case 258 /* EM_LOONGARCH */:
-		return true;
-	case EM_386: case EM_ARM: case EM_PPC: case EM_MIPS: case EM_SH:
-	case EM_SPARC: case EM_68K:
-		return false;
-	default:
-		return sizeof(void *) == 8;
+	case EM_X86_64: case EM_AARCH64: case EM_PPC64: case EM_SPARCV9:
+	case EM_IA_64: case EM_ALPHA: case 258 /* EM_LOONGARCH */:
+		return 1;
+	case EM_386: case EM_ARM: case EM_PPC: case EM_SH: case EM_SPARC: case EM_68K:
+		return 0;
+	default:	/* EM_MIPS, EM_RISCV, EM_S390 serve both classes */
+		return -1;
 	}
+}
+
+/* For a machine of either class: 64-bit when any of the first LOADs has
+ * an address above 4 GiB. */
+static bool loads_above_4g(const pg_jitdump *jd)
+{
+	uint64_t off = jd->hdr.total_size;
+
+	for (int n = 0; n < 256 && jd->size - off >= REC_HDR; n++) {
+		const uint8_t *p = jd->base + off;
+		uint32_t tsz = rd32(jd, p + 4);
+
+		if (tsz < REC_HDR || tsz > jd->size - off)
+			break;
+		if (rd32(jd, p) == PG_JD_LOAD && tsz >= REC_HDR + LOAD_FIXED &&
+		    rd64(jd, p + REC_HDR + 16) >> 32)
+			return true;
+		off += tsz;
+	}
+	return false;
 }
 
 static int parse_header(pg_jitdump *jd)
@@ -106,9 +127,7 @@ static int parse_header(pg_jitdump *jd)
 	h->timestamp = rd64(jd, p + 24);
 	h->flags = rd64(jd, p + 32);
 	h->big_endian = (__BYTE_ORDER == __BIG_ENDIAN) != jd->swap;
-	h->is_64bit = machine_is_64bit(h->elf_mach);
 	h->v8 = h->pad1 == 0xdeadbeef;
-	h->line_bias = h->v8 ? (h->is_64bit ? 0x40 : 0x34) : 0;
 
 	if (h->version == 2)
 		pg_warn(jd->diag, "%s: offset 4: header says version 2, which is the revision of the jitdump specification document, not a file version (Mono wrote it); reading the records as version 1",
@@ -122,6 +141,13 @@ static int parse_header(pg_jitdump *jd)
 	if (h->total_size > jd->size)
 		return pg_err(jd->diag, -EINVAL, "%s: offset 8: header total_size %u is larger than the file (%zu bytes)",
 			      jd->name, h->total_size, jd->size);
+	switch (machine_class(h->elf_mach)) {
+	case 1: h->is_64bit = true; break;
+	case 0: h->is_64bit = false; break;
+	default: h->is_64bit = loads_above_4g(jd); break;
+	}
+	/* V8 adds the size of the ELF header of its own class */
+	h->line_bias = h->v8 ? (h->is_64bit ? 0x40 : 0x34) : 0;
 	if (h->flags & ~PG_JITDUMP_FLAG_ARCH_TIMESTAMP)
 		pg_warn(jd->diag, "%s: offset 32: unknown header flags 0x%llx ignored",
 			jd->name, (unsigned long long)(h->flags & ~PG_JITDUMP_FLAG_ARCH_TIMESTAMP));
@@ -172,15 +198,20 @@ int pg_jitdump_open(const char *path, unsigned flags, struct pg_diag *diag,
 	int fd, e;
 
 	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO must not hang the open; it is refused below */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		e = errno;
 		return pg_err(diag, -e, "%s: %s", path, strerror(e));
 	}
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-		e = S_ISREG(sb.st_mode) ? errno : EINVAL;
+	if (fstat(fd, &sb) < 0) {
+		e = errno;
 		close(fd);
-		return pg_err(diag, -e, "%s: not a regular file", path);
+		return pg_err(diag, -e, "%s: %s", path, strerror(e));
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		close(fd);
+		return pg_err(diag, -EINVAL, "%s: not a regular file", path);
 	}
 	if (sb.st_size > 0) {
 		map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -247,6 +278,25 @@ static bool entry_plausible(const pg_jitdump *jd, const uint8_t *p,
 	return memchr(p + 16, 0, (size_t)(end - p - 16)) != NULL;
 }
 
+static bool all_zero(const uint8_t *p, const uint8_t *end)
+{
+	for (; p < end; p++)
+		if (*p)
+			return false;
+	return true;
+}
+
+/* Control bytes never appear in a file name a runtime writes. */
+static bool has_control(const uint8_t *s, const uint8_t *end)
+{
+	if (end - s > V8_DAMAGED_PREFIX)
+		end = s + V8_DAMAGED_PREFIX;
+	for (; s < end; s++)
+		if (*s < 0x20 && *s != 0)
+			return true;
+	return false;
+}
+
 static void drop_debug(pg_jitdump *jd, struct pg_jd_debug *dbg)
 {
 	dbg->dropped = true;
@@ -261,7 +311,8 @@ static void parse_debug(pg_jitdump *jd, uint64_t off, const uint8_t *body,
 			uint32_t blen, struct pg_jd_debug *dbg)
 {
 	const uint8_t *q = body + DEBUG_FIXED, *end = body + blen;
-	const char *prev = NULL;
+	const char *prev = NULL, *prev_bad = NULL;
+	uint32_t prev_bad_len = 0;
 	uint64_t damaged = 0;
 
 	dbg->code_addr = rd64(jd, body);
@@ -304,52 +355,57 @@ static void parse_debug(pg_jitdump *jd, uint64_t off, const uint8_t *body,
 			drop_debug(jd, dbg);
 			return;
 		}
-		/* node 20 sometimes overwrites the start of a file name with heap
-		 * bytes that contain NULs (length kept): the name really ends at
-		 * the NUL after which the next entry makes sense. */
-		if (i + 1 < dbg->nr_entry) {
-			if (!entry_plausible(jd, nul + 1, end, dbg->code_addr)) {
-				for (const uint8_t *t = nul + 1;
-				     (t = memchr(t, 0, (size_t)(end - t))); t++) {
-					if (entry_plausible(jd, t + 1, end, dbg->code_addr)) {
-						nul = t;
-						bad = true;
-						break;
-					}
-				}
-			}
-		} else if (end - (nul + 1) >= 8) {
-			/* the last name ends where only padding (< 8 bytes) is left */
-			const uint8_t *t = nul + 1, *last = NULL;
+		/* node 20 sometimes overwrites the first 16 bytes of a file
+		 * name with heap bytes (length kept), NULs and control bytes
+		 * among them: the name then really ends at the first NUL past
+		 * those 16 bytes.  One candidate per entry keeps this linear. */
+		if (nul - s < V8_DAMAGED_PREFIX || has_control(s, nul)) {
+			const uint8_t *from = s + V8_DAMAGED_PREFIX, *t = NULL;
+			bool good_next, cand_next;
 
-			while (t < end && (t = memchr(t, 0, (size_t)(end - t)))) {
-				if (end - (t + 1) < 8) {
-					last = t;
-					break;
-				}
-				t++;
+			if (from <= nul)
+				t = nul;
+			else if (from < end)
+				t = memchr(from, 0, (size_t)(end - from));
+			if (i + 1 == dbg->nr_entry) {
+				/* the last name: only padding may follow it */
+				good_next = all_zero(nul + 1, end);
+				cand_next = t && end - (t + 1) < 8 && all_zero(t + 1, end);
+			} else {
+				good_next = entry_plausible(jd, nul + 1, end, dbg->code_addr);
+				cand_next = t && entry_plausible(jd, t + 1, end, dbg->code_addr);
 			}
-			if (last) {
-				nul = last;
+			if (t == nul) {
+				bad = has_control(s, nul);
+			} else if (!good_next && cand_next) {
+				nul = t;
 				bad = true;
 			}
 		}
+		ln->damaged = NULL;
+		ln->damaged_len = 0;
 		if (bad) {
 			ln->file = NULL;
+			ln->damaged = (const char *)s;
+			ln->damaged_len = (uint32_t)(nul - s);
 			damaged++;
 		} else if (nul - s == 1 && s[0] == 0xff) {
 			ln->file = prev;	/* "same file as the previous entry" */
+			ln->damaged = prev_bad;
+			ln->damaged_len = prev_bad_len;
 		} else {
 			ln->file = (const char *)s;
 		}
 		prev = ln->file;
+		prev_bad = ln->damaged;
+		prev_bad_len = ln->damaged_len;
 		q = nul + 1;
 	}
 	if (damaged) {
 		jd->st.damaged_names += damaged;
-		pg_warn(jd->diag, "%s: offset %llu: DEBUG_INFO has %llu entr%s with a damaged file name (a known node/V8 bug); %s dropped, the lines kept",
+		pg_warn(jd->diag, "%s: offset %llu: DEBUG_INFO has %llu entr%s whose file name node damaged (a known node/V8 bug); the lines are kept, the name is taken from the function's script where that matches",
 			jd->name, (unsigned long long)off, (unsigned long long)damaged,
-			damaged == 1 ? "y" : "ies", damaged == 1 ? "that name is" : "those names are");
+			damaged == 1 ? "y" : "ies");
 	}
 	dbg->lines = jd->lines;
 	dbg->nr_lines = (size_t)dbg->nr_entry;
