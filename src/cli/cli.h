@@ -33,5 +33,6 @@ bool progress_due(double *next);
 
 int cmd_dump(int argc, char **argv);
 int cmd_elf(int argc, char **argv);
+int cmd_inject(int argc, char **argv);
 
 #endif

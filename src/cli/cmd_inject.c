@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/* perfgraft inject: JIT code into perf.data. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <perfgraft/inject.h>
+#include "cli/cli.h"
+
+static void do_help(FILE *f)
+{
+	fprintf(f, "usage: perfgraft inject [-i perf.data] [-o perf.jit.data] [--jitdump FILE]...\n"
+		   "                        [--jitdump-dir DIR] [--image-dir DIR] [--per-function]\n"
+		   "                        [--cfi-layout standard|perf-5.19] [-q] [-v]\n\n"
+		   "Writes a copy of the perf.data in which the JIT code of every jitdump the\n"
+		   "recorded processes mapped (jit-PID.dump) is mapped from ELF images, so that\n"
+		   "perf report, annotate and script resolve it.  Record with 'perf record -k mono'.\n\n"
+		   "  -i, --input FILE      perf.data to read, - for a pipe (default: perf.data)\n"
+		   "  -o, --output FILE     perf.data to write, - for a pipe (default: perf.jit.data)\n"
+		   "  --jitdump FILE        inject this dump (for its pid) even if no mmap of it was\n"
+		   "                        recorded; may be repeated\n"
+		   "  --jitdump-dir DIR     look here for dumps that are no longer where they were\n"
+		   "  --image-dir DIR       where the images go (default: OUTPUT.d)\n"
+		   "  --per-function        one image per function, as perf inject --jit writes\n"
+		   "  --cfi-layout L        lay out images with CFI for the perf that reads them:\n"
+		   "                        standard (default), or perf-5.19 for perf 5.19..6.7\n"
+		   "                        built with libunwind and without the 2023 fix\n"
+		   "  -q, --quiet           no summary\n"
+		   "  -v                    print every warning (default: the first 20)\n"
+		   "  -h, --help            this text\n");
+}
+
+static void progress(void *ctx, double done)
+{
+	double *next = ctx;
+
+	if (progress_due(next))
+		fprintf(stderr, "\rperfgraft: inject: %3d%%", (int)(100 * done));
+}
+
+int cmd_inject(int argc, char **argv)
+{
+	enum { OPT_JITDUMP = 256, OPT_JITDUMP_DIR, OPT_IMAGE_DIR, OPT_PER_FUNCTION, OPT_CFI };
+	static const struct option opts[] = {
+		{ "input", required_argument, NULL, 'i' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "jitdump", required_argument, NULL, OPT_JITDUMP },
+		{ "jitdump-dir", required_argument, NULL, OPT_JITDUMP_DIR },
+		{ "image-dir", required_argument, NULL, OPT_IMAGE_DIR },
+		{ "per-function", no_argument, NULL, OPT_PER_FUNCTION },
+		{ "cfi-layout", required_argument, NULL, OPT_CFI },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct pg_inject_opts io = { .input = "perf.data", .output = "perf.jit.data" };
+	struct cli_warnings w = { 0 };
+	struct pg_inject_stats st;
+	struct pg_diag diag;
+	const char **dumps = NULL;
+	double next_progress = 0, t0 = now_seconds();
+	bool quiet = false;
+	int c, ret;
+
+	dumps = calloc((size_t)argc, sizeof(*dumps));
+	if (!dumps)
+		return EXIT_BADINPUT;
+	while ((c = getopt_long(argc, argv, "i:o:qvh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'i': io.input = optarg; break;
+		case 'o': io.output = optarg; break;
+		case OPT_JITDUMP: dumps[io.njitdumps++] = optarg; break;
+		case OPT_JITDUMP_DIR: io.jitdump_dir = optarg; break;
+		case OPT_IMAGE_DIR: io.image_dir = optarg; break;
+		case OPT_PER_FUNCTION: io.per_function = true; break;
+		case OPT_CFI:
+			if (!strcmp(optarg, "standard"))
+				io.cfi_layout = PG_CFI_LAYOUT_STANDARD;
+			else if (!strcmp(optarg, "perf-5.19"))
+				io.cfi_layout = PG_CFI_LAYOUT_PERF_5_19;
+			else {
+				cli_error("--cfi-layout takes standard or perf-5.19, not '%s'", optarg);
+				free(dumps);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'q': quiet = true; break;
+		case 'v': w.verbose++; break;
+		case 'h': do_help(stdout); free(dumps); return 0;
+		default: do_help(stderr); free(dumps); return EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		do_help(stderr);
+		free(dumps);
+		return EXIT_USAGE;
+	}
+	io.jitdumps = dumps;
+	io.progress = progress;
+	io.progress_ctx = &next_progress;
+	cli_diag_init(&diag, &w);
+	ret = pg_inject(&io, &diag, &st);
+	if (next_progress > 0)
+		fprintf(stderr, "\r\033[K");
+	cli_warnings_flush(&w);
+	free(dumps);
+	if (ret < 0) {
+		cli_error("%s", diag.err);
+		return EXIT_BADINPUT;
+	}
+	if (!quiet) {
+		double dt = now_seconds() - t0;
+
+		fprintf(stderr, "perfgraft: inject: %llu jitdump%s (%llu LOAD, %llu MOVE) -> %llu images in %s (%.1f MB%s); %llu MMAP2 injected, %llu markers and %llu anonymous maps dropped; %s written (%.1f MB) in %.2f s%s\n",
+			(unsigned long long)st.dumps, st.dumps == 1 ? "" : "s",
+			(unsigned long long)st.loads, (unsigned long long)st.moves,
+			(unsigned long long)st.images, st.image_dir, st.image_bytes / 1e6,
+			st.cfi_compat ? ", CFI laid out for perf 5.19..6.7" : "",
+			(unsigned long long)st.mmaps_injected, (unsigned long long)st.markers_dropped,
+			(unsigned long long)st.anon_dropped, io.output, st.output_bytes / 1e6, dt,
+			st.dumps_failed ? "; some dumps were not injected (see the warnings)" : "");
+	}
+	return 0;
+}

@@ -1,0 +1,627 @@
+/* SPDX-License-Identifier: MIT */
+/* perfgraft inject.  Reads the input once (file mode: twice, the first
+ * walk only finds the dumps), reads each jitdump once, writes its images,
+ * and merges one MMAP2 per LOAD/MOVE into the record stream in time
+ * order: an injected record of time t goes right before the first input
+ * record later than t, so FINISHED_ROUND keeps its meaning. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <perfgraft/elfimage.h>
+#include <perfgraft/inject.h>
+#include <perfgraft/jitdump.h>
+#include <perfgraft/perfdata.h>
+#include "util/util.h"
+
+#define CLOCK_MONOTONIC_ID 1
+#define PROT_RX 5
+#define MAP_PRIVATE_FLAG 2
+#define MISC_USER 2
+#define HOST_PID (-1)
+
+struct event {			/* an MMAP2 to inject */
+	uint64_t time, seq;
+	uint64_t start, len, pgoff;
+	uint32_t pid, tid;
+	uint32_t img;		/* index into inj->imgs */
+};
+
+struct image {			/* a written image, as MMAP2 records name it */
+	char *path;		/* absolute */
+	uint32_t maj, min;
+	uint64_t ino;
+};
+
+struct place {			/* where a code_index landed, for MOVE */
+	uint64_t code_index, pgoff, len;
+	uint32_t img;
+};
+
+struct pidinfo {
+	uint32_t pid;
+	uint64_t first_load;	/* anon maps of pid after this are dropped */
+	unsigned dumps;		/* dumps injected for it (image prefixes) */
+	bool by_hand;		/* a --jitdump dump: its markers are ignored */
+};
+
+struct inj {
+	const struct pg_inject_opts *o;
+	struct pg_diag *diag;
+	struct pg_inject_stats *st;
+	pg_perfdata *pd;
+	pg_pdw *w;
+	char image_dir[PATH_MAX];
+	bool cfi_compat;
+	bool monotonic;		/* every attr uses CLOCK_MONOTONIC */
+	bool attrs_checked;
+	bool explicit_done;
+	struct event *heap;
+	size_t nheap, heap_cap;
+	uint64_t seq;
+	struct image *imgs;
+	size_t nimgs, imgs_cap;
+	struct pidinfo *pids;
+	size_t npids, pids_cap;
+	struct pg_strmap seen;	/* dump paths read (or tried) */
+	char **seen_keys;
+	size_t nseen_keys, seen_keys_cap;
+	uint64_t mmap_id;	/* id stamped on injected records */
+};
+
+/* ---- the event heap, ordered by (time, seq) ---- */
+
+static bool ev_less(const struct event *a, const struct event *b)
+{
+	return a->time < b->time || (a->time == b->time && a->seq < b->seq);
+}
+
+static int heap_push(struct inj *j, struct event *e)
+{
+	size_t i;
+
+	if (!pg_grow((void **)&j->heap, &j->heap_cap, j->nheap + 1, sizeof(*j->heap)))
+		return pg_err(j->diag, -ENOMEM, "out of memory");
+	e->seq = j->seq++;
+	i = j->nheap++;
+	while (i && ev_less(e, &j->heap[(i - 1) / 2])) {
+		j->heap[i] = j->heap[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	j->heap[i] = *e;
+	return 0;
+}
+
+static struct event heap_pop(struct inj *j)
+{
+	struct event top = j->heap[0], last = j->heap[--j->nheap];
+	size_t i = 0;
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= j->nheap)
+			break;
+		if (c + 1 < j->nheap && ev_less(&j->heap[c + 1], &j->heap[c]))
+			c++;
+		if (!ev_less(&j->heap[c], &last))
+			break;
+		j->heap[i] = j->heap[c];
+		i = c;
+	}
+	if (j->nheap)
+		j->heap[i] = last;
+	return top;
+}
+
+static int emit(struct inj *j, const struct event *e)
+{
+	const struct image *im = &j->imgs[e->img];
+	struct pg_pdw_mmap2 m = {
+		.pid = e->pid, .tid = e->tid,
+		.start = e->start, .len = e->len, .pgoff = e->pgoff,
+		.maj = im->maj, .min = im->min, .ino = im->ino, .ino_generation = 0,
+		.prot = PROT_RX, .flags = MAP_PRIVATE_FLAG,
+		.filename = im->path, .time = e->time, .id = j->mmap_id,
+	};
+
+	j->st->mmaps_injected++;
+	j->st->records_out++;
+	return pg_pdw_mmap2(j->w, pg_perfdata_attr(j->pd, 0), &m);
+}
+
+/* Injected records due before an input record of time t. */
+static int flush_until(struct inj *j, uint64_t t)
+{
+	while (j->nheap && j->heap[0].time <= t) {
+		struct event e = heap_pop(j);
+		int ret = emit(j, &e);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static struct pidinfo *pidinfo(struct inj *j, uint32_t pid)
+{
+	for (size_t i = 0; i < j->npids; i++)
+		if (j->pids[i].pid == pid)
+			return &j->pids[i];
+	if (!pg_grow((void **)&j->pids, &j->pids_cap, j->npids + 1, sizeof(*j->pids)))
+		return NULL;
+	memset(&j->pids[j->npids], 0, sizeof(j->pids[0]));
+	j->pids[j->npids].pid = pid;
+	j->pids[j->npids].first_load = UINT64_MAX;
+	return &j->pids[j->npids++];
+}
+
+/* ---- clocks ---- */
+
+static void check_attrs(struct inj *j)
+{
+	j->monotonic = pg_perfdata_nattrs(j->pd) > 0;
+	for (size_t i = 0; i < pg_perfdata_nattrs(j->pd); i++) {
+		const struct pg_pd_attr *a = pg_perfdata_attr(j->pd, i);
+
+		if (!a->use_clockid || a->clockid != CLOCK_MONOTONIC_ID)
+			j->monotonic = false;
+	}
+	if (pg_perfdata_nattrs(j->pd) && pg_perfdata_attr(j->pd, 0)->nr_ids)
+		j->mmap_id = pg_perfdata_attr(j->pd, 0)->ids[0];
+	j->attrs_checked = true;
+}
+
+static uint64_t tsc_to_perf(const struct pg_pd_time_conv *tc, uint64_t cyc)
+{
+	uint64_t quot, rem;
+
+	if (tc->cap_user_time_short)
+		cyc = tc->time_cycles + ((cyc - tc->time_cycles) & tc->time_mask);
+	if (tc->time_shift >= 64)
+		return tc->time_zero;
+	quot = cyc >> tc->time_shift;
+	rem = cyc & ((1ull << tc->time_shift) - 1);
+	return tc->time_zero + quot * tc->time_mult + ((rem * tc->time_mult) >> tc->time_shift);
+}
+
+/* ---- reading a dump ---- */
+
+static int add_image(struct inj *j, const struct pg_elf_image *ei, uint32_t *idx)
+{
+	struct image *im;
+	struct stat sb;
+	char *abs;
+
+	if (stat(ei->path, &sb) < 0)
+		return pg_err(j->diag, -errno, "%s: %s", ei->path, strerror(errno));
+	abs = realpath(ei->path, NULL);
+	if (!abs)
+		return pg_err(j->diag, -errno, "%s: %s", ei->path, strerror(errno));
+	if (!pg_grow((void **)&j->imgs, &j->imgs_cap, j->nimgs + 1, sizeof(*j->imgs))) {
+		free(abs);
+		return pg_err(j->diag, -ENOMEM, "out of memory");
+	}
+	im = &j->imgs[j->nimgs];
+	im->path = abs;
+	im->maj = major(sb.st_dev);
+	im->min = minor(sb.st_dev);
+	im->ino = sb.st_ino;
+	*idx = (uint32_t)j->nimgs++;
+	j->st->images++;
+	j->st->image_bytes += (uint64_t)sb.st_size;
+	return pg_pdw_build_id(j->w, HOST_PID, MISC_USER, ei->build_id, 20, abs);
+}
+
+/* Reads one dump: writes its images and queues its MMAP2 records.
+ * A dump that cannot be used is a warning; the rest goes on. */
+static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by_hand)
+{
+	const struct pg_pd_time_conv *tc = pg_perfdata_time_conv(j->pd);
+	struct pg_diag dd = { .warn = j->diag->warn, .ctx = j->diag->ctx };
+	struct pg_elfset_opts eo = { .dir = j->image_dir, .per_function = j->o->per_function,
+				     .cfi_layout_perf_5_19 = j->cfi_compat };
+	const struct pg_jd_header *h;
+	struct place *places = NULL;
+	size_t nplaces = 0, places_cap = 0;
+	struct pg_jd_record rec;
+	struct event *evs = NULL;
+	size_t nevs = 0, evs_cap = 0;
+	pg_jitdump *jd = NULL;
+	pg_elfset *set = NULL;
+	struct pidinfo *pi;
+	uint32_t base_img = (uint32_t)j->nimgs;
+	char prefix[64];
+	bool arch;
+	int ret;
+
+	if (!j->attrs_checked)
+		check_attrs(j);
+	ret = pg_jitdump_open(path, 0, &dd, &jd);
+	if (ret)
+		goto fail;
+	h = pg_jitdump_header(jd);
+	if (want_pid && h->pid != want_pid)
+		pg_warn(j->diag, "%s: the dump says pid %u, its mmap was made by pid %u; using the dump's",
+			path, h->pid, want_pid);
+	arch = h->flags & PG_JITDUMP_FLAG_ARCH_TIMESTAMP;
+	if (arch && !tc) {
+		ret = pg_err(&dd, -EINVAL, "%s: the dump uses arch timestamps (TSC) but the perf.data has no TIME_CONV record to convert them; re-record with a perf that writes it, or on hardware with cap_user_time_zero",
+			     path);
+		goto fail;
+	}
+	if (!arch && !j->monotonic) {
+		ret = pg_err(&dd, -EINVAL, "%s: the dump's times are CLOCK_MONOTONIC but the events were not recorded with that clock; re-record with 'perf record -k mono'",
+			     path);
+		goto fail;
+	}
+	pi = pidinfo(j, h->pid);
+	if (!pi) {
+		ret = pg_err(&dd, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	pi->by_hand |= by_hand;
+	/* a second dump of the same pid (pid reuse) gets its own names */
+	if (pi->dumps++)
+		snprintf(prefix, sizeof(prefix), "jitted-%u.%u", h->pid, pi->dumps);
+	else
+		snprintf(prefix, sizeof(prefix), "jitted-%u", h->pid);
+	eo.prefix = prefix;
+	ret = pg_elfset_new(h, path, &eo, &dd, &set);
+	if (ret)
+		goto fail;
+	while ((ret = pg_jitdump_next(jd, &rec)) > 0) {
+		uint64_t t = arch ? tsc_to_perf(tc, rec.timestamp) : rec.timestamp;
+		struct pg_elf_place pl;
+		struct event *e;
+
+		if (rec.type == PG_JD_LOAD) {
+			ret = pg_elfset_add(set, &rec.u.load, &pl);
+			if (ret < 0)
+				break;
+			if (ret == 1)
+				continue;
+			if (!pg_grow((void **)&places, &places_cap, nplaces + 1, sizeof(*places)) ||
+			    !pg_grow((void **)&evs, &evs_cap, nevs + 1, sizeof(*evs))) {
+				ret = pg_err(&dd, -ENOMEM, "out of memory");
+				break;
+			}
+			places[nplaces++] = (struct place){ rec.u.load.code_index, pl.pgoff,
+							    pl.map_len, pl.image };
+			e = &evs[nevs++];
+			*e = (struct event){ .time = t, .start = rec.u.load.code_addr,
+					     .len = pl.map_len, .pgoff = pl.pgoff,
+					     .pid = rec.u.load.pid, .tid = rec.u.load.tid,
+					     .img = pl.image };
+			j->st->loads++;
+			if (t < pi->first_load)
+				pi->first_load = t;
+		} else if (rec.type == PG_JD_MOVE) {
+			const struct place *p = NULL;
+
+			for (size_t k = nplaces; k-- > 0;)
+				if (places[k].code_index == rec.u.move.code_index) {
+					p = &places[k];
+					break;
+				}
+			if (!p) {
+				pg_warn(j->diag, "%s: offset %llu: MOVE of code_index %llu, which no earlier LOAD has; ignored",
+					path, (unsigned long long)rec.offset,
+					(unsigned long long)rec.u.move.code_index);
+				continue;
+			}
+			if (!pg_grow((void **)&evs, &evs_cap, nevs + 1, sizeof(*evs))) {
+				ret = pg_err(&dd, -ENOMEM, "out of memory");
+				break;
+			}
+			/* the same image bytes, mapped at the new address */
+			evs[nevs++] = (struct event){ .time = t, .start = rec.u.move.new_code_addr,
+						      .len = p->len, .pgoff = p->pgoff,
+						      .pid = rec.u.move.pid, .tid = rec.u.move.tid,
+						      .img = p->img };
+			j->st->moves++;
+		}
+	}
+	if (ret == 0)
+		ret = pg_elfset_finish(set);
+	if (ret < 0)
+		goto fail_images;
+	for (size_t i = 0; i < pg_elfset_count(set); i++) {
+		uint32_t idx;
+
+		ret = add_image(j, pg_elfset_image(set, i), &idx);
+		if (ret)
+			goto fail_images;
+	}
+	for (size_t i = 0; i < nevs; i++) {
+		evs[i].img += base_img;
+		ret = heap_push(j, &evs[i]);
+		if (ret)
+			break;
+	}
+	j->st->dumps++;
+	goto out;
+
+fail_images:
+	for (size_t i = 0; set && i < pg_elfset_count(set); i++)
+		if (pg_elfset_image(set, i)->written)
+			unlink(pg_elfset_image(set, i)->path);
+	for (size_t i = base_img; i < j->nimgs; i++)
+		free(j->imgs[i].path);
+	j->nimgs = base_img;
+fail:
+	j->st->dumps_failed++;
+	pg_warn(j->diag, "%s; this dump is not injected", dd.err);
+	ret = 0;
+out:
+	free(evs);
+	free(places);
+	pg_elfset_free(set);
+	pg_jitdump_close(jd);
+	return ret == -ENOMEM ? ret : 0;
+}
+
+/* ---- finding dumps ---- */
+
+/* jit-<digits>.dump, optionally " (deleted)": the pid, else 0. */
+static uint32_t marker_pid(const char *name, size_t *dirlen, size_t *baselen)
+{
+	const char *base = strrchr(name, '/');
+	const char *p;
+	unsigned long long pid = 0;
+	size_t n;
+
+	base = base ? base + 1 : name;
+	if (strncmp(base, "jit-", 4))
+		return 0;
+	for (p = base + 4; *p >= '0' && *p <= '9'; p++)
+		if ((pid = pid * 10 + (unsigned)(*p - '0')) > UINT32_MAX)
+			return 0;
+	if (p == base + 4 || strncmp(p, ".dump", 5))
+		return 0;
+	n = (size_t)(p + 5 - base);
+	if (p[5] && strcmp(p + 5, " (deleted)"))
+		return 0;
+	*dirlen = (size_t)(base - name);
+	*baselen = n;
+	return (uint32_t)pid;
+}
+
+static bool seen_before(struct inj *j, const char *path)
+{
+	bool added;
+	char *key = strdup(path);
+	long idx;
+
+	if (!key)
+		return true;
+	idx = pg_strmap_intern(&j->seen, key, &added);
+	if (idx < 0 || !added) {
+		free(key);
+		return true;
+	}
+	if (pg_grow((void **)&j->seen_keys, &j->seen_keys_cap, j->nseen_keys + 1, sizeof(char *)))
+		j->seen_keys[j->nseen_keys++] = key;
+	return false;
+}
+
+static bool by_hand(const struct inj *j, uint32_t pid)
+{
+	for (size_t i = 0; i < j->npids; i++)
+		if (j->pids[i].pid == pid && j->pids[i].by_hand)
+			return true;
+	return false;
+}
+
+/* An MMAP of a jitdump: returns true when the record is a marker (it is
+ * dropped from the output), and reads the dump the first time. */
+static int on_marker(struct inj *j, const struct pg_pd_mmap *mm, bool *is_marker)
+{
+	size_t dirlen, baselen;
+	uint32_t pid = marker_pid(mm->filename, &dirlen, &baselen);
+	char path[PATH_MAX];
+	struct stat sb;
+
+	*is_marker = false;
+	if (!pid)
+		return 0;
+	/* perf 6.1's rule: the digits are the mapping process's pid */
+	if (mm->pid && pid != mm->pid)
+		return 0;
+	*is_marker = true;
+	if (by_hand(j, pid))
+		return 0;
+	snprintf(path, sizeof(path), "%.*s", (int)(dirlen + baselen), mm->filename);
+	if (stat(path, &sb) < 0 && j->o->jitdump_dir)
+		snprintf(path, sizeof(path), "%s/%.*s", j->o->jitdump_dir, (int)baselen,
+			 mm->filename + dirlen);
+	if (seen_before(j, path))
+		return 0;
+	if (stat(path, &sb) < 0) {
+		j->st->dumps_failed++;
+		pg_warn(j->diag, "%s: %s; the JIT code of pid %u is not injected (--jitdump-dir DIR finds dumps that moved)",
+			path, strerror(errno), pid);
+		return 0;
+	}
+	return load_dump(j, path, pid, false);
+}
+
+static int load_explicit(struct inj *j)
+{
+	int ret = 0;
+
+	j->explicit_done = true;
+	for (size_t i = 0; !ret && i < j->o->njitdumps; i++)
+		if (!seen_before(j, j->o->jitdumps[i]))
+			ret = load_dump(j, j->o->jitdumps[i], 0, true);
+	return ret;
+}
+
+/* exec //anon, [anon:...], /memfd: maps hide JIT code once it is injected */
+static bool anon_exec(const struct pg_pd_mmap *mm)
+{
+	return mm->exec && (!strncmp(mm->filename, "//anon", 6) ||
+			    !strncmp(mm->filename, "[anon:", 6) ||
+			    !strncmp(mm->filename, "/memfd:", 7));
+}
+
+/* ---- the walk ---- */
+
+static int prescan(struct inj *j)
+{
+	struct pg_pd_rec r;
+	int ret;
+
+	while ((ret = pg_perfdata_next(j->pd, &r)) > 0) {
+		struct pg_pd_mmap mm;
+		bool marker;
+
+		if ((r.type == PG_PERF_RECORD_MMAP || r.type == PG_PERF_RECORD_MMAP2) &&
+		    !pg_perfdata_mmap(j->pd, &r, &mm)) {
+			ret = on_marker(j, &mm, &marker);
+			if (ret)
+				return ret;
+		}
+	}
+	if (ret < 0)
+		return ret;
+	return pg_perfdata_rewind(j->pd);
+}
+
+int pg_inject(const struct pg_inject_opts *o, struct pg_diag *diag,
+	      struct pg_inject_stats *st)
+{
+	struct inj j = { .o = o, .diag = diag, .st = st };
+	struct pg_pdw_opts wo = { 0 };
+	struct pg_pd_rec r;
+	int ret;
+
+	memset(st, 0, sizeof(*st));
+	ret = pg_perfdata_open(o->input, diag, &j.pd);
+	if (ret)
+		return ret;
+
+	/* images beside the output */
+	if (o->image_dir)
+		snprintf(j.image_dir, sizeof(j.image_dir), "%s", o->image_dir);
+	else
+		snprintf(j.image_dir, sizeof(j.image_dir), "%s.d",
+			 strcmp(o->output, "-") ? o->output : "perf.jit.data");
+	if (mkdir(j.image_dir, 0755) < 0 && errno != EEXIST) {
+		ret = pg_err(diag, -errno, "%s: %s", j.image_dir, strerror(errno));
+		goto out;
+	}
+	snprintf(st->image_dir, sizeof(st->image_dir), "%s", j.image_dir);
+
+	j.cfi_compat = o->cfi_layout == PG_CFI_LAYOUT_PERF_5_19;
+
+	wo.pipe = pg_perfdata_pipe(j.pd) || !strcmp(o->output, "-");
+	wo.big_endian = pg_perfdata_big_endian(j.pd);
+	ret = pg_pdw_open(o->output, &wo, diag, &j.w);
+	if (ret)
+		goto out;
+
+	if (!pg_perfdata_pipe(j.pd)) {
+		for (size_t i = 0; !ret && i < pg_perfdata_nattrs(j.pd); i++) {
+			const struct pg_pd_attr *a = pg_perfdata_attr(j.pd, i);
+
+			ret = pg_pdw_add_attr(j.w, a->raw, a->raw_size, a->ids, a->nr_ids);
+		}
+		for (size_t i = 0; !ret && i < pg_perfdata_nfeatures(j.pd); i++) {
+			const struct pg_pd_feature *f = pg_perfdata_feature(j.pd, i);
+
+			if (f->bit == PG_FEAT_COMPRESSED)
+				continue;	/* the output holds plain records */
+			ret = pg_pdw_add_feature(j.w, f->bit, f->data, f->size);
+		}
+		check_attrs(&j);
+		if (!ret)
+			ret = load_explicit(&j);
+		if (!ret)
+			ret = prescan(&j);
+		if (ret)
+			goto out;
+	}
+
+	while ((ret = pg_perfdata_next(j.pd, &r)) > 0) {
+		st->records_in++;
+		if (r.type == PG_PERF_RECORD_HEADER_FEATURE && r.size >= 16) {
+			uint64_t bit = pg_pd_u64(j.pd, r.data + 8);
+
+			if (bit == PG_FEAT_COMPRESSED)
+				continue;	/* the output holds plain records */
+		}
+		if (r.type < PG_PERF_RECORD_USER_TYPE_START && pg_perfdata_pipe(j.pd) &&
+		    !j.explicit_done) {
+			check_attrs(&j);
+			ret = load_explicit(&j);
+			if (ret)
+				break;
+		}
+		if (r.type == PG_PERF_RECORD_MMAP || r.type == PG_PERF_RECORD_MMAP2) {
+			struct pg_pd_mmap mm;
+			bool marker = false;
+
+			if (!pg_perfdata_mmap(j.pd, &r, &mm)) {
+				ret = on_marker(&j, &mm, &marker);
+				if (ret)
+					break;
+				if (marker) {
+					st->markers_dropped++;
+					continue;
+				}
+				if (anon_exec(&mm)) {
+					struct pidinfo *pi = NULL;
+
+					for (size_t k = 0; k < j.npids; k++)
+						if (j.pids[k].pid == mm.pid)
+							pi = &j.pids[k];
+					if (pi && r.has_time && r.time >= pi->first_load) {
+						st->anon_dropped++;
+						continue;
+					}
+				}
+			}
+		}
+		if (r.has_time) {
+			ret = flush_until(&j, r.time);
+			if (ret)
+				break;
+		}
+		ret = pg_pdw_write(j.w, r.data, r.size, r.extra, r.extra_size);
+		if (ret)
+			break;
+		st->records_out++;
+		if (o->progress && !pg_perfdata_pipe(j.pd) && !(st->records_in & 0xffff))
+			o->progress(o->progress_ctx, (double)(r.offset - 0) /
+					(double)(pg_perfdata_data_size(j.pd) + 1));
+	}
+	if (!ret)
+		ret = flush_until(&j, UINT64_MAX);
+	st->cfi_compat = j.cfi_compat;
+out:
+	if (j.w) {
+		if (ret)
+			pg_pdw_abort(j.w);
+		else {
+			st->output_bytes = pg_pdw_bytes(j.w);
+			ret = pg_pdw_close(j.w);
+		}
+	}
+	pg_perfdata_close(j.pd);
+	for (size_t i = 0; i < j.nimgs; i++)
+		free(j.imgs[i].path);
+	free(j.imgs);
+	free(j.heap);
+	free(j.pids);
+	for (size_t i = 0; i < j.nseen_keys; i++)
+		free(j.seen_keys[i]);
+	free(j.seen_keys);
+	pg_strmap_free(&j.seen);
+	return ret;
+}

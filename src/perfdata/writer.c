@@ -1,0 +1,521 @@
+/* SPDX-License-Identifier: MIT */
+/* perf.data writer.  File mode: header, data, feature table and bodies,
+ * then ids and attrs; the header is written last.  Pipe mode: header,
+ * HEADER_ATTR and feature records, then the data. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <perfgraft/perfdata.h>
+#include "util/util.h"
+
+#define OUT_BUF (1u << 16)
+#define FILE_HDR 104
+#define NAME_ALIGN 64
+#define BUILD_ID_MISC_SIZE 0x8000	/* PERF_RECORD_MISC_BUILD_ID_SIZE */
+
+struct feat {
+	unsigned bit;
+	uint8_t *body;
+	uint64_t size;
+};
+
+struct pg_pdw {
+	struct pg_diag *diag;
+	bool pipe, big_endian;
+	int fd;
+	bool is_stdout;
+	struct pg_outfile of;
+	int dirfd;
+	uint8_t *buf;
+	size_t blen;
+	uint64_t pos;		/* bytes handed to the writer so far */
+	uint64_t data_off;
+	bool data_started;
+	struct pg_buf attrs;	/* file mode: {raw attr, ids} as added */
+	struct { uint64_t off, raw_size, nids; } *alist;
+	size_t nattrs, acap;
+	struct feat *feats;
+	size_t nfeats, fcap;
+	struct pg_buf build_ids;	/* file mode BUILD_ID feature entries */
+	int err;
+};
+
+static int flush(pg_pdw *w)
+{
+	size_t done = 0;
+
+	while (done < w->blen) {
+		ssize_t r = write(w->fd, w->buf + done, w->blen - done);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			w->err = errno ? -errno : -EIO;
+			return pg_err(w->diag, w->err, "cannot write the output: %s", strerror(-w->err));
+		}
+		done += (size_t)r;
+	}
+	w->blen = 0;
+	return 0;
+}
+
+static int out(pg_pdw *w, const void *p, uint64_t n)
+{
+	const uint8_t *s = p;
+
+	if (w->err)
+		return w->err;
+	while (n) {
+		size_t k = OUT_BUF - w->blen;
+
+		if (k > n)
+			k = (size_t)n;
+		memcpy(w->buf + w->blen, s, k);
+		w->blen += k;
+		w->pos += k;
+		s += k;
+		n -= k;
+		if (w->blen == OUT_BUF && flush(w))
+			return w->err;
+	}
+	return 0;
+}
+
+static int out_buf(pg_pdw *w, struct pg_buf *b)
+{
+	if (b->oom)
+		return pg_err(w->diag, -ENOMEM, "out of memory");
+	return out(w, b->p, b->len);
+}
+
+static void rec_hdr(struct pg_buf *b, uint32_t type, uint16_t misc, uint16_t size)
+{
+	pg_buf_u32(b, type);
+	pg_buf_u16(b, misc);
+	pg_buf_u16(b, size);
+}
+
+int pg_pdw_open(const char *path, const struct pg_pdw_opts *opts,
+		struct pg_diag *diag, pg_pdw **outp)
+{
+	pg_pdw *w = calloc(1, sizeof(*w));
+	struct pg_buf h = { .big_endian = opts->big_endian };
+	int ret;
+
+	*outp = NULL;
+	if (!w || !(w->buf = malloc(OUT_BUF))) {
+		free(w);
+		return pg_err(diag, -ENOMEM, "out of memory");
+	}
+	w->diag = diag;
+	w->big_endian = opts->big_endian;
+	w->attrs.big_endian = w->build_ids.big_endian = opts->big_endian;
+	w->dirfd = -1;
+	w->of.fd = -1;
+	if (!strcmp(path, "-")) {
+		w->fd = STDOUT_FILENO;
+		w->is_stdout = true;
+		w->pipe = true;
+	} else {
+		char *d = strdup(path), *b = strdup(path);
+
+		if (!d || !b) {
+			free(d);
+			free(b);
+			free(w->buf);
+			free(w);
+			return pg_err(diag, -ENOMEM, "out of memory");
+		}
+		w->dirfd = open(dirname(d), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		ret = w->dirfd < 0 ? pg_err(diag, -errno, "%s: %s", path, strerror(errno))
+				   : pg_outfile_open(&w->of, w->dirfd, basename(b), diag);
+		free(d);
+		free(b);
+		if (ret) {
+			if (w->dirfd >= 0)
+				close(w->dirfd);
+			free(w->buf);
+			free(w);
+			return ret;
+		}
+		w->fd = w->of.fd;
+		w->pipe = opts->pipe;
+	}
+	pg_buf_add(&h, opts->big_endian ? "2ELIFREP" : "PERFILE2", 8);
+	pg_buf_u64(&h, w->pipe ? 16 : FILE_HDR);
+	if (!w->pipe)
+		while (h.len < FILE_HDR)
+			pg_buf_u8(&h, 0);	/* written for real at close */
+	ret = out_buf(w, &h);
+	pg_buf_free(&h);
+	w->data_off = w->pos;
+	*outp = w;
+	return ret;
+}
+
+int pg_pdw_add_attr(pg_pdw *w, const uint8_t *raw, uint32_t raw_size,
+		    const uint64_t *ids, size_t nr_ids)
+{
+	if (w->data_started)
+		return pg_err(w->diag, -EINVAL, "attrs must come before the first record");
+	if (w->pipe) {
+		struct pg_buf b = { .big_endian = w->big_endian };
+		size_t size = 8 + raw_size + 8 * nr_ids;
+		int ret;
+
+		if (size > UINT16_MAX)
+			return pg_err(w->diag, -EINVAL, "HEADER_ATTR too large (%zu ids)", nr_ids);
+		rec_hdr(&b, PG_PERF_RECORD_HEADER_ATTR, 0, (uint16_t)size);
+		pg_buf_add(&b, raw, raw_size);
+		for (size_t i = 0; i < nr_ids; i++)
+			pg_buf_u64(&b, ids[i]);
+		ret = out_buf(w, &b);
+		pg_buf_free(&b);
+		return ret;
+	}
+	if (!pg_grow((void **)&w->alist, &w->acap, w->nattrs + 1, sizeof(*w->alist)))
+		return pg_err(w->diag, -ENOMEM, "out of memory");
+	w->alist[w->nattrs].off = w->attrs.len;
+	w->alist[w->nattrs].raw_size = raw_size;
+	w->alist[w->nattrs].nids = nr_ids;
+	w->nattrs++;
+	pg_buf_add(&w->attrs, raw, raw_size);
+	for (size_t i = 0; i < nr_ids; i++)
+		pg_buf_u64(&w->attrs, ids[i]);
+	return w->attrs.oom ? pg_err(w->diag, -ENOMEM, "out of memory") : 0;
+}
+
+/* Features perf accepts as HEADER_FEATURE records in a pipe. */
+static bool pipe_feature(unsigned bit)
+{
+	switch (bit) {
+	case 3 ... 14: case 16: case 17: case 21: case 22: case 23:
+	case 25: case 26: case 28: case 29: case 31:
+		return true;
+	default:
+		return false;
+	}
+}
+
+int pg_pdw_add_feature(pg_pdw *w, unsigned bit, const void *body, uint64_t size)
+{
+	if (bit >= 256)
+		return pg_err(w->diag, -EINVAL, "feature bit %u out of range", bit);
+	if (w->pipe) {
+		struct pg_buf b = { .big_endian = w->big_endian };
+		int ret = 0;
+
+		if (bit == PG_FEAT_TRACING_DATA) {
+			uint64_t padded = pg_align(size, 8);
+			static const uint8_t zero[8];
+
+			if (padded > UINT32_MAX)
+				return pg_err(w->diag, -EINVAL, "tracing data too large");
+			rec_hdr(&b, PG_PERF_RECORD_HEADER_TRACING_DATA, 0, 16);
+			pg_buf_u32(&b, (uint32_t)padded);
+			pg_buf_u32(&b, 0);
+			ret = out_buf(w, &b);
+			if (!ret)
+				ret = out(w, body, size);
+			if (!ret)
+				ret = out(w, zero, padded - size);
+		} else if (bit == PG_FEAT_BUILD_ID) {
+			/* back-to-back build_id events, sent one by one */
+			const uint8_t *p = body, *end = p + size;
+
+			while (!ret && end - p >= 8) {
+				uint16_t sz = w->big_endian ? (uint16_t)(p[6] << 8 | p[7])
+							    : (uint16_t)(p[7] << 8 | p[6]);
+
+				if (sz < 8 || sz > end - p)
+					break;
+				b.len = 0;
+				pg_buf_add(&b, p, sz);
+				pg_buf_put32(&b, 0, PG_PERF_RECORD_HEADER_BUILD_ID);
+				ret = out_buf(w, &b);
+				p += sz;
+			}
+		} else if (pipe_feature(bit) && size + 16 <= UINT16_MAX) {
+			rec_hdr(&b, PG_PERF_RECORD_HEADER_FEATURE, 0, (uint16_t)(size + 16));
+			pg_buf_u64(&b, bit);
+			pg_buf_add(&b, body, (size_t)size);
+			ret = out_buf(w, &b);
+		}
+		pg_buf_free(&b);
+		return ret;
+	}
+	if (!pg_grow((void **)&w->feats, &w->fcap, w->nfeats + 1, sizeof(*w->feats)))
+		return pg_err(w->diag, -ENOMEM, "out of memory");
+	w->feats[w->nfeats].bit = bit;
+	w->feats[w->nfeats].size = size;
+	w->feats[w->nfeats].body = malloc(size ? (size_t)size : 1);
+	if (!w->feats[w->nfeats].body)
+		return pg_err(w->diag, -ENOMEM, "out of memory");
+	memcpy(w->feats[w->nfeats].body, body, (size_t)size);
+	w->nfeats++;
+	return 0;
+}
+
+int pg_pdw_write(pg_pdw *w, const void *rec, size_t size, const void *extra,
+		 uint64_t extra_size)
+{
+	int ret;
+
+	w->data_started = true;
+	ret = out(w, rec, size);
+	if (!ret && extra_size)
+		ret = out(w, extra, extra_size);
+	return ret;
+}
+
+int pg_pdw_build_id(pg_pdw *w, int32_t pid, uint16_t misc, const uint8_t *id,
+		    unsigned id_size, const char *filename)
+{
+	struct pg_buf tmp = { .big_endian = w->big_endian };
+	struct pg_buf *b = w->pipe ? &tmp : &w->build_ids;
+	size_t nlen = pg_align(strlen(filename) + 1, NAME_ALIGN);
+	size_t size = 36 + nlen, at = b->len;
+	uint8_t idbuf[20] = { 0 };
+	int ret = 0;
+
+	if (size > UINT16_MAX || id_size > 20)
+		return pg_err(w->diag, -EINVAL, "build-id entry for '%s' too large", filename);
+	memcpy(idbuf, id, id_size);
+	rec_hdr(b, w->pipe ? PG_PERF_RECORD_HEADER_BUILD_ID : 0, misc | BUILD_ID_MISC_SIZE,
+		(uint16_t)size);
+	pg_buf_u32(b, (uint32_t)pid);
+	pg_buf_add(b, idbuf, 20);
+	pg_buf_u8(b, (uint8_t)id_size);
+	pg_buf_u8(b, 0);
+	pg_buf_u16(b, 0);
+	if (pg_buf_reserve(b, nlen)) {
+		memset(b->p + b->len, 0, nlen);
+		strcpy((char *)b->p + b->len, filename);
+		b->len += nlen;
+	}
+	if (b->oom)
+		ret = pg_err(w->diag, -ENOMEM, "out of memory");
+	else if (w->pipe)
+		ret = out_buf(w, b);
+	(void)at;
+	pg_buf_free(&tmp);
+	return ret;
+}
+
+int pg_pdw_mmap2(pg_pdw *w, const struct pg_pd_attr *a, const struct pg_pdw_mmap2 *m)
+{
+	struct pg_buf b = { .big_endian = w->big_endian };
+	size_t nlen = pg_align(strlen(m->filename) + 1, 8);
+	uint64_t st = a ? a->sample_type : 0;
+	bool trailer = a && a->sample_id_all;
+	size_t size = 72 + nlen;
+	int ret;
+
+	if (trailer)
+		size += 8 * (!!(st & PG_SAMPLE_TID) + !!(st & PG_SAMPLE_TIME) +
+			     !!(st & PG_SAMPLE_ID) + !!(st & PG_SAMPLE_STREAM_ID) +
+			     !!(st & PG_SAMPLE_CPU) + !!(st & PG_SAMPLE_IDENTIFIER));
+	if (size > UINT16_MAX)
+		return pg_err(w->diag, -EINVAL, "file name too long for an MMAP2 record: %s", m->filename);
+	rec_hdr(&b, PG_PERF_RECORD_MMAP2, 2 /* PERF_RECORD_MISC_USER */, (uint16_t)size);
+	pg_buf_u32(&b, m->pid);
+	pg_buf_u32(&b, m->tid);
+	pg_buf_u64(&b, m->start);
+	pg_buf_u64(&b, m->len);
+	pg_buf_u64(&b, m->pgoff);
+	pg_buf_u32(&b, m->maj);
+	pg_buf_u32(&b, m->min);
+	pg_buf_u64(&b, m->ino);
+	pg_buf_u64(&b, m->ino_generation);
+	pg_buf_u32(&b, m->prot);
+	pg_buf_u32(&b, m->flags);
+	if (pg_buf_reserve(&b, nlen)) {
+		memset(b.p + b.len, 0, nlen);
+		strcpy((char *)b.p + b.len, m->filename);
+		b.len += nlen;
+	}
+	if (trailer) {
+		if (st & PG_SAMPLE_TID) {
+			pg_buf_u32(&b, m->pid);
+			pg_buf_u32(&b, m->tid);
+		}
+		if (st & PG_SAMPLE_TIME)
+			pg_buf_u64(&b, m->time);
+		if (st & PG_SAMPLE_ID)
+			pg_buf_u64(&b, m->id);
+		if (st & PG_SAMPLE_STREAM_ID)
+			pg_buf_u64(&b, 0);
+		if (st & PG_SAMPLE_CPU) {
+			pg_buf_u32(&b, m->cpu);
+			pg_buf_u32(&b, 0);
+		}
+		if (st & PG_SAMPLE_IDENTIFIER)
+			pg_buf_u64(&b, m->id);
+	}
+	w->data_started = true;
+	ret = out_buf(w, &b);
+	pg_buf_free(&b);
+	return ret;
+}
+
+static void free_w(pg_pdw *w)
+{
+	for (size_t i = 0; i < w->nfeats; i++)
+		free(w->feats[i].body);
+	free(w->feats);
+	free(w->alist);
+	pg_buf_free(&w->attrs);
+	pg_buf_free(&w->build_ids);
+	free(w->buf);
+	if (w->dirfd >= 0)
+		close(w->dirfd);
+	free(w);
+}
+
+static int cmp_feat(const void *a, const void *b)
+{
+	const struct feat *x = a, *y = b;
+
+	return (x->bit > y->bit) - (x->bit < y->bit);
+}
+
+/* File mode: feature table and bodies after the data, then ids and attrs,
+ * then the header. */
+static int finish_file(pg_pdw *w)
+{
+	struct pg_buf h = { .big_endian = w->big_endian };
+	uint64_t data_size = w->pos - w->data_off, bitmap[4] = { 0 };
+	uint64_t body_off, attrs_off, attr_entry = 0;
+	struct pg_buf t = { .big_endian = w->big_endian };
+	int ret;
+
+	if (w->build_ids.len) {
+		bool merged = false;
+
+		for (size_t i = 0; i < w->nfeats; i++) {
+			struct feat *f = &w->feats[i];
+
+			if (f->bit != PG_FEAT_BUILD_ID)
+				continue;
+			uint8_t *nb = realloc(f->body, (size_t)f->size + w->build_ids.len);
+
+			if (!nb)
+				return pg_err(w->diag, -ENOMEM, "out of memory");
+			memcpy(nb + f->size, w->build_ids.p, w->build_ids.len);
+			f->body = nb;
+			f->size += w->build_ids.len;
+			merged = true;
+		}
+		if (!merged && (ret = pg_pdw_add_feature(w, PG_FEAT_BUILD_ID, w->build_ids.p,
+							 w->build_ids.len)))
+			return ret;
+	}
+	qsort(w->feats, w->nfeats, sizeof(*w->feats), cmp_feat);
+	/* feature table right after the data: perf looks for it there */
+	body_off = w->pos + 16 * w->nfeats;
+	for (size_t i = 0; i < w->nfeats; i++) {
+		if (i && w->feats[i].bit == w->feats[i - 1].bit)
+			return pg_err(w->diag, -EINVAL, "feature %u given twice", w->feats[i].bit);
+		bitmap[w->feats[i].bit / 64] |= 1ull << (w->feats[i].bit % 64);
+		pg_buf_u64(&t, body_off);
+		pg_buf_u64(&t, w->feats[i].size);
+		body_off += w->feats[i].size;
+	}
+	ret = out_buf(w, &t);
+	for (size_t i = 0; !ret && i < w->nfeats; i++)
+		ret = out(w, w->feats[i].body, w->feats[i].size);
+	pg_buf_free(&t);
+	if (ret)
+		return ret;
+
+	/* ids arrays, then the attr entries pointing at them */
+	{
+		struct pg_buf ids = { .big_endian = w->big_endian };
+		struct pg_buf ents = { .big_endian = w->big_endian };
+		uint64_t ids_off = w->pos;
+
+		for (size_t i = 0; i < w->nattrs; i++) {
+			const uint8_t *p = w->attrs.p + w->alist[i].off + w->alist[i].raw_size;
+
+			pg_buf_add(&ids, p, 8 * w->alist[i].nids);
+		}
+		attrs_off = ids_off + ids.len;
+		for (size_t i = 0, o = 0; i < w->nattrs; i++) {
+			uint64_t rs = w->alist[i].raw_size;
+
+			if (attr_entry && attr_entry != rs + 16) {
+				pg_buf_free(&ids);
+				pg_buf_free(&ents);
+				return pg_err(w->diag, -EINVAL, "attrs of different sizes in one file");
+			}
+			attr_entry = rs + 16;
+			pg_buf_add(&ents, w->attrs.p + w->alist[i].off, rs);
+			pg_buf_u64(&ents, ids_off + o);
+			pg_buf_u64(&ents, 8 * w->alist[i].nids);
+			o += 8 * w->alist[i].nids;
+		}
+		ret = out_buf(w, &ids);
+		if (!ret)
+			ret = out_buf(w, &ents);
+		h.big_endian = w->big_endian;
+		pg_buf_add(&h, w->big_endian ? "2ELIFREP" : "PERFILE2", 8);
+		pg_buf_u64(&h, FILE_HDR);
+		pg_buf_u64(&h, attr_entry);
+		pg_buf_u64(&h, attrs_off);
+		pg_buf_u64(&h, ents.len);
+		pg_buf_u64(&h, w->data_off);
+		pg_buf_u64(&h, data_size);
+		pg_buf_u64(&h, 0);
+		pg_buf_u64(&h, 0);
+		for (int i = 0; i < 4; i++)
+			pg_buf_u64(&h, bitmap[i]);
+		pg_buf_free(&ids);
+		pg_buf_free(&ents);
+	}
+	if (!ret)
+		ret = flush(w);
+	if (!ret && !h.oom && pwrite(w->fd, h.p, h.len, 0) != (ssize_t)h.len)
+		ret = pg_err(w->diag, errno ? -errno : -EIO, "cannot write the header: %s", strerror(errno));
+	pg_buf_free(&h);
+	return ret;
+}
+
+int pg_pdw_close(pg_pdw *w)
+{
+	int ret = w->err;
+
+	if (!ret && !w->pipe)
+		ret = finish_file(w);
+	if (!ret)
+		ret = flush(w);
+	if (w->is_stdout) {
+		free_w(w);
+		return ret;
+	}
+	if (ret) {
+		pg_outfile_abort(&w->of);
+		free_w(w);
+		return ret;
+	}
+	ret = pg_outfile_commit(&w->of, w->diag);
+	free_w(w);
+	return ret;
+}
+
+void pg_pdw_abort(pg_pdw *w)
+{
+	if (!w)
+		return;
+	if (!w->is_stdout)
+		pg_outfile_abort(&w->of);
+	free_w(w);
+}
+
+uint64_t pg_pdw_bytes(const pg_pdw *w)
+{
+	return w->pos;
+}
