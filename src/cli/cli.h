@@ -32,6 +32,7 @@ double now_seconds(void);
 bool progress_due(double *next);
 
 int cmd_dump(int argc, char **argv);
+int dump_perfdata(const char *path, bool json, struct cli_warnings *w);
 int cmd_elf(int argc, char **argv);
 int cmd_inject(int argc, char **argv);
 

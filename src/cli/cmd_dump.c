@@ -15,7 +15,8 @@ static void do_help(FILE *f)
 {
 	fprintf(f, "usage: perfgraft dump [-v] [--json] FILE\n\n"
 		   "Prints FILE readably; the format is detected from its contents.\n"
-		   "Supported: jitdump (jit-PID.dump).\n\n"
+		   "Supported: jitdump (jit-PID.dump), perf.data (file or pipe mode, - for\n"
+		   "standard input).\n\n"
 		   "  --json      one JSON object instead of text\n"
 		   "  -v          print every warning (default: the first 20)\n"
 		   "  -h, --help  this text\n");
@@ -244,7 +245,7 @@ int cmd_dump(int argc, char **argv)
 		{ 0 }
 	};
 	struct cli_warnings w = { 0 };
-	unsigned char magic[4];
+	unsigned char magic[4] = { 0 };
 	bool json = false;
 	int c, fd, ret;
 	ssize_t n;
@@ -262,6 +263,12 @@ int cmd_dump(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	w.collect = json;
+	if (!strcmp(argv[optind], "-")) {	/* a pipe: perf.data is what comes that way */
+		ret = dump_perfdata("-", json, &w);
+		cli_warnings_flush(&w);
+		cli_warnings_free(&w);
+		return ret;
+	}
 	fd = open(argv[optind], O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		cli_error("%s: %s", argv[optind], strerror(errno));
@@ -273,14 +280,18 @@ int cmd_dump(int argc, char **argv)
 		uint32_t m;
 
 		memcpy(&m, magic, 4);
-		if (m == PG_JITDUMP_MAGIC || m == bswap_32(PG_JITDUMP_MAGIC)) {
+		ret = -1;
+		if (m == PG_JITDUMP_MAGIC || m == bswap_32(PG_JITDUMP_MAGIC))
 			ret = dump_jitdump(argv[optind], json, &w);
+		else if (!memcmp(magic, "PERF", 4) || !memcmp(magic, "2ELI", 4))
+			ret = dump_perfdata(argv[optind], json, &w);
+		if (ret >= 0) {
 			cli_warnings_flush(&w);
 			cli_warnings_free(&w);
 			return ret;
 		}
 	}
-	cli_error("%s: offset 0: unrecognized format (perfgraft dump reads jitdump files)",
+	cli_error("%s: offset 0: unrecognized format (perfgraft dump reads jitdump and perf.data files)",
 		  argv[optind]);
 	return EXIT_BADINPUT;
 }

@@ -331,7 +331,7 @@ static int open_common(pg_perfdata *pd)
 		return 0;
 	}
 	if (pd->fd >= 0)
-		return pg_err(pd->diag, -EINVAL, "%s: offset 8: a file-mode perf.data cannot be read from a pipe; give its path with -i",
+		return pg_err(pd->diag, -EINVAL, "%s: offset 8: a file-mode perf.data cannot be read from a pipe; give its path",
 			      pd->name);
 	return parse_file_header(pd);
 }
