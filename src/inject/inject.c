@@ -499,6 +499,7 @@ int pg_inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 	struct inj j = { .o = o, .diag = diag, .st = st };
 	struct pg_pdw_opts wo = { 0 };
 	struct pg_pd_rec r;
+	bool made_dir = false;
 	int ret;
 
 	memset(st, 0, sizeof(*st));
@@ -512,7 +513,9 @@ int pg_inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 	else
 		snprintf(j.image_dir, sizeof(j.image_dir), "%s.d",
 			 strcmp(o->output, "-") ? o->output : "perf.jit.data");
-	if (mkdir(j.image_dir, 0755) < 0 && errno != EEXIST) {
+	if (mkdir(j.image_dir, 0755) == 0)
+		made_dir = true;
+	else if (errno != EEXIST) {
 		ret = pg_err(diag, -errno, "%s: %s", j.image_dir, strerror(errno));
 		goto out;
 	}
@@ -614,8 +617,13 @@ out:
 		}
 	}
 	pg_perfdata_close(j.pd);
-	for (size_t i = 0; i < j.nimgs; i++)
+	for (size_t i = 0; i < j.nimgs; i++) {
+		if (ret)	/* a failed run leaves nothing behind */
+			unlink(j.imgs[i].path);
 		free(j.imgs[i].path);
+	}
+	if (ret && made_dir)
+		rmdir(j.image_dir);
 	free(j.imgs);
 	free(j.heap);
 	free(j.pids);

@@ -40,6 +40,7 @@ struct pg_perfdata {
 
 	struct pg_pd_attr *attrs;
 	size_t nattrs, attrs_cap;
+	size_t header_attrs;	/* attrs from the file header (not in-band) */
 	struct pg_pd_feature *feats;
 	size_t nfeats, feats_cap;
 	struct pg_pd_time_conv tc;
@@ -119,6 +120,26 @@ void pg_perfdata_close(pg_perfdata *pd)
 	free(pd);
 }
 
+/* The bit-field word of perf_event_attr: a big-endian writer allocates
+ * its fields from the most significant bit, so perf reverses the bits of
+ * each byte rather than swapping bytes.  Returns bit n = field n. */
+static uint64_t attr_flags(const pg_perfdata *pd, const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++) {
+		uint8_t b = p[i];
+
+		if (pd->big_endian) {
+			b = (uint8_t)((b & 0xf0) >> 4 | (b & 0x0f) << 4);
+			b = (uint8_t)((b & 0xcc) >> 2 | (b & 0x33) << 2);
+			b = (uint8_t)((b & 0xaa) >> 1 | (b & 0x55) << 1);
+		}
+		v |= (uint64_t)b << (8 * i);
+	}
+	return v;
+}
+
 /* Adds an attr from raw bytes (file order) and its ids. */
 static int add_attr(pg_perfdata *pd, const uint8_t *raw, uint32_t size,
 		    const uint8_t *ids, size_t nids, uint64_t off)
@@ -144,7 +165,7 @@ static int add_attr(pg_perfdata *pd, const uint8_t *raw, uint32_t size,
 	a->type = pg_pd_u32(pd, raw);
 	a->config = pg_pd_u64(pd, raw + 8);
 	a->sample_type = pg_pd_u64(pd, raw + 24);
-	a->flags = pg_pd_u64(pd, raw + 40);
+	a->flags = attr_flags(pd, raw + 40);
 	a->sample_id_all = a->flags & (1ull << 18);
 	a->use_clockid = a->flags & (1ull << 25);
 	a->clockid = size >= 96 ? (int32_t)pg_pd_u32(pd, raw + 92) : 0;
@@ -164,10 +185,9 @@ static bool in_file(const pg_perfdata *pd, uint64_t off, uint64_t len)
 static int parse_file_header(pg_perfdata *pd)
 {
 	const uint8_t *h = pd->base;
-	uint64_t hsize = pg_pd_u64(pd, h + 8), attr_size = pg_pd_u64(pd, h + 16);
-	uint64_t aoff = pg_pd_u64(pd, h + 24), asz = pg_pd_u64(pd, h + 32);
-	uint64_t doff = pg_pd_u64(pd, h + 40), dsz = pg_pd_u64(pd, h + 48);
+	uint64_t hsize = pg_pd_u64(pd, h + 8), attr_size, aoff, asz, doff, dsz;
 	uint64_t bitmap[4] = { 0 };
+	bool any_feature = false;
 	uint64_t pos;
 	size_t nattrs;
 
@@ -177,6 +197,14 @@ static int parse_file_header(pg_perfdata *pd)
 	if (!in_file(pd, 0, hsize))
 		return pg_err(pd->diag, -EINVAL, "%s: offset 0: file too short for its %llu-byte header",
 			      pd->name, (unsigned long long)hsize);
+	attr_size = pg_pd_u64(pd, h + 16);
+	aoff = pg_pd_u64(pd, h + 24);
+	asz = pg_pd_u64(pd, h + 32);
+	doff = pg_pd_u64(pd, h + 40);
+	dsz = pg_pd_u64(pd, h + 48);
+	if (hsize == FILE_HDR)
+		for (int i = 0; i < 4; i++)
+			any_feature |= pg_pd_u64(pd, h + 72 + 8 * i) != 0;
 	if (!attr_size || attr_size < ATTR_VER0 + 16)
 		return pg_err(pd->diag, -EINVAL, "%s: offset 16: attr_size %llu is too small",
 			      pd->name, (unsigned long long)attr_size);
@@ -190,7 +218,7 @@ static int parse_file_header(pg_perfdata *pd)
 		pg_warn(pd->diag, "%s: offset 48: data section [%llu, +%llu) runs past the end of the file (%zu bytes); reading what is there",
 			pd->name, (unsigned long long)doff, (unsigned long long)dsz, pd->size);
 		dsz = pd->size - doff;
-	} else if (!dsz && pd->size > doff) {
+	} else if (!dsz && pd->size > doff && !any_feature) {
 		/* perf record killed before it wrote the header back */
 		pg_warn(pd->diag, "%s: offset 48: data size is 0 (perf record did not finish); reading to the end of the file",
 			pd->name);
@@ -230,6 +258,7 @@ static int parse_file_header(pg_perfdata *pd)
 	}
 	if (!pd->nattrs)
 		return pg_err(pd->diag, -EINVAL, "%s: offset 24: no attrs", pd->name);
+	pd->header_attrs = pd->nattrs;
 
 	if (hsize == FILE_HDR) {
 		for (int i = 0; i < 4; i++)
@@ -427,13 +456,11 @@ int pg_perfdata_rewind(pg_perfdata *pd)
 	if (pd->zd)
 		ZSTD_initDStream(pd->zd);
 	/* attrs that came in HEADER_ATTR records are seen again */
-	if (pd->pipe) {
-		for (size_t i = 0; i < pd->nattrs; i++) {
-			free(pd->attrs[i].raw);
-			free(pd->attrs[i].ids);
-		}
-		pd->nattrs = 0;
+	for (size_t i = pd->header_attrs; i < pd->nattrs; i++) {
+		free(pd->attrs[i].raw);
+		free(pd->attrs[i].ids);
 	}
+	pd->nattrs = pd->header_attrs;
 	return 0;
 }
 
@@ -599,7 +626,8 @@ static int decompress(pg_perfdata *pd, const struct pg_pd_rec *r)
 			return pg_err(pd->diag, -ENOMEM, "out of memory");
 	}
 	/* keep the unfinished tail of the previous chunk */
-	memmove(pd->zbuf, pd->zbuf + pd->zhead, pd->zlen - pd->zhead);
+	if (pd->zhead)
+		memmove(pd->zbuf, pd->zbuf + pd->zhead, pd->zlen - pd->zhead);
 	pd->zlen -= pd->zhead;
 	pd->zhead = 0;
 	pd->zoff = r->offset;
@@ -674,7 +702,7 @@ static int next_raw(pg_perfdata *pd, struct pg_pd_rec *r)
 			/* the record buffer must survive: read the blob elsewhere */
 			int ret = read_full(pd, &pd->xbuf, &pd->xcap, 0, (size_t)n);
 
-			if (ret < 0 && n)
+			if (ret != 1 && n)
 				goto truncated;
 			r->extra = pd->xbuf;
 		} else {
@@ -707,6 +735,12 @@ int pg_perfdata_next(pg_perfdata *pd, struct pg_pd_rec *r)
 			ret = next_decompressed(pd, r);
 			if (ret < 0)
 				return ret;
+			if (ret && (r->type == PG_PERF_RECORD_COMPRESSED ||
+				    r->type == PG_PERF_RECORD_COMPRESSED2)) {
+				pg_warn(pd->diag, "%s: offset %llu: a COMPRESSED record inside compressed data; skipped",
+					pd->name, (unsigned long long)r->offset);
+				continue;
+			}
 			if (ret)
 				goto got;
 		}
@@ -734,7 +768,7 @@ got:
 
 			if (!asz)
 				asz = ATTR_VER0;
-			if (r->size < 8 + asz) {
+			if (asz > r->size - 8u) {
 				pd->done = true;
 				return pg_err(pd->diag, -EINVAL, "%s: offset %llu: HEADER_ATTR of %u bytes holds no %u-byte attr",
 					      pd->name, (unsigned long long)r->offset, r->size, asz);

@@ -414,7 +414,8 @@ static int finish_file(pg_pdw *w)
 							 w->build_ids.len)))
 			return ret;
 	}
-	qsort(w->feats, w->nfeats, sizeof(*w->feats), cmp_feat);
+	if (w->nfeats)
+		qsort(w->feats, w->nfeats, sizeof(*w->feats), cmp_feat);
 	/* feature table right after the data: perf looks for it there */
 	body_off = w->pos + 16 * w->nfeats;
 	for (size_t i = 0; i < w->nfeats; i++) {

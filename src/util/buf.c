@@ -59,12 +59,14 @@ void *pg_buf_reserve(struct pg_buf *b, size_t n)
 
 void pg_buf_add(struct pg_buf *b, const void *p, size_t n)
 {
-	void *dst = pg_buf_reserve(b, n);
+	void *dst;
 
+	if (!n)
+		return;
+	dst = pg_buf_reserve(b, n);
 	if (!dst)
 		return;
-	if (n)
-		memcpy(dst, p, n);
+	memcpy(dst, p, n);
 	b->len += n;
 }
 
