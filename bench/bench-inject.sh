@@ -1,0 +1,330 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Benchmark: `perfgraft inject` against `perf inject --jit` on one large
+# node recording (about 62,000 JIT code loads, a 61 MB jitdump).  Targets:
+# at least 20x faster, at most 1/5 of perf's peak RSS, at most 10 image
+# files, and bytes written (images + output) at most 1.2x the dump's size.
+#
+# usage: bench/bench-inject.sh [BUILD_DIR]
+#
+#   BUILD_DIR  meson build directory holding perfgraft (default: build)
+#
+# Environment: RUNS (default 1) timed runs of each inject, best wall time
+# wins; GEN_ARGS (default "20000 2 16") arguments for gen-big-node.js;
+# NODE (default node); PERF (default perf).
+#
+# Everything happens in a temporary directory removed at exit.  Every perf
+# command gets --buildid-dir TMP/debug and perf record gets -N, so nothing
+# under ~/.debug is read, written or removed.  MB = 10^6 bytes throughout.
+# Exits 0 whether or not the targets are met (this is a benchmark, not a
+# test); 1 when perf, node or perfgraft fails; 2 on a setup problem.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(dirname "$here")
+build=${1:-$root/build}
+runs=${RUNS:-1}
+node=${NODE:-node}
+perf=${PERF:-perf}
+gen_args=${GEN_ARGS:-20000 2 16}
+
+target_speedup=20	# perf wall / perfgraft wall, at least
+target_rss=5		# perf RSS / perfgraft RSS, at least
+target_images=10	# perfgraft image files, at most
+target_bytes=1.2	# perfgraft bytes written / dump bytes, at most
+
+die() { echo "bench-inject: $*" >&2; exit 2; }
+fail() { echo "bench-inject: FAILED: $*" >&2; exit 1; }
+
+pg=$build/perfgraft
+[ -x "$pg" ] || die "no executable $pg (build first, or pass BUILD_DIR)"
+pg=$(cd "$(dirname "$pg")" && pwd)/$(basename "$pg")
+[ -x /usr/bin/time ] || die "/usr/bin/time is missing (Debian: apt-get install time)"
+command -v "$perf" >/dev/null || die "no $perf (Debian: apt-get install linux-perf)"
+command -v "$node" >/dev/null || die "no $node"
+command -v python3 >/dev/null || die "no python3"
+[[ "$runs" =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive integer"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench-inject.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+rec=$tmp/rec		# node's cwd: perf.data, jit-PID.dump, perf's jitted-*.so
+pdir=$tmp/perf		# perf inject's cwd and output
+gdir=$tmp/pg		# perfgraft inject's cwd, output and images
+debug=$tmp/debug	# perf's build-id cache
+logs=$tmp/logs
+mkdir "$rec" "$pdir" "$gdir" "$debug" "$logs"
+touch "$logs/start"
+
+now_ns() { date +%s%N; }
+# Sorted list of every path under $1 (files, links, directories).
+list_paths() { (cd "$1" && find . -mindepth 1 | LC_ALL=C sort); }
+# The paths under $1 that are not in the list $2: "FILES LINKS DIRS BYTES
+# DISK", FILES, BYTES (apparent size) and DISK (allocated blocks) counting
+# regular files only.
+new_stats() {
+	list_paths "$1" | LC_ALL=C comm -13 "$2" - |
+		(cd "$1" && xargs -r -d '\n' stat -c '%F|%s|%b|%B' --) |
+		awk -F'|' '$1 ~ /regular/ {f++; b += $2; k += $3 * $4}
+			   $1 ~ /link/ {l++} $1 ~ /directory/ {d++}
+			   END {print f + 0, l + 0, d + 0, b + 0, k + 0}'
+}
+# Remove the paths under $1 that are not in the list $2.
+remove_new() {
+	list_paths "$1" | LC_ALL=C comm -13 "$2" - |
+		(cd "$1" && xargs -r -d '\n' rm -rf)
+}
+rss_kb() { awk -F': *' '/Maximum resident set size/ {print $2}' "$1"; }
+cpu_s() { awk -F': *' '/User time/ {u = $2} /System time/ {s = $2} END {printf "%.2f %.2f", u, s}' "$1"; }
+
+# ---- 1. record ---------------------------------------------------------
+echo "bench-inject: recording: $perf record -k mono -g -e cpu-clock -N -- $node gen-big-node.js $gen_args"
+# shellcheck disable=SC2086
+if ! (cd "$rec" && "$perf" --buildid-dir "$debug" record -k mono -g -e cpu-clock -N \
+	-o perf.data -- "$node" --perf-prof --perf-prof-unwinding-info \
+	--interpreted-frames-native-stack "$here/gen-big-node.js" $gen_args \
+	>"$logs/record.out" 2>"$logs/record.err"); then
+	tail -n 20 "$logs/record.err" >&2
+	fail "perf record / node"
+fi
+mapfile -t dumps < <(find "$rec" -maxdepth 1 -name 'jit-*.dump')
+[ "${#dumps[@]}" -eq 1 ] || fail "expected one jit-*.dump in $rec, found ${#dumps[@]}"
+dump=${dumps[0]}
+dump_bytes=$(stat -c %s "$dump")
+in_bytes=$(stat -c %s "$rec/perf.data")
+
+# Counts from the dump, and the functions with real CFI (perfgraft gives each
+# of those an image of its own).
+"$pg" dump --json "$dump" 2>"$logs/dump.err" >"$logs/dump.json" ||
+	fail "$pg dump --json $dump"
+python3 - "$logs/dump.json" "$dump_bytes" >"$logs/summary" <<'EOF' || fail "summarising the dump"
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["summary"]
+code = 0
+cfi = []
+pending = None
+for r in d["records"]:
+    t = r["type"]
+    if t == "UNWINDING_INFO":
+        pending = r
+    elif t == "LOAD":
+        code += r["code_size"]
+        u, pending = pending, None
+        if u and u["mapped_size"] and u["eh_frame_hdr_size"] and not u.get("dropped"):
+            cfi.append(r["name"])
+print(f"loads={s['loads']} cfi={len(cfi)}")
+print(f"dump: {int(sys.argv[2]) / 1e6:.1f} MB, {s['loads']} LOAD, {s['moves']} MOVE, "
+      f"{s['unwinding_infos']} UNWINDING_INFO ({len(cfi)} with real CFI), "
+      f"{s['debug_infos']} DEBUG_INFO ({s['lines']} line entries), "
+      f"{code / 1e6:.1f} MB of code")
+for n in cfi[:5]:
+    print(f"  real CFI: {n}")
+if len(cfi) > 5:
+    print(f"  ... and {len(cfi) - 5} more with real CFI")
+EOF
+loads=$(sed -n '1s/^loads=\([0-9]*\) .*/\1/p' "$logs/summary")
+ncfi=$(sed -n '1s/.* cfi=\([0-9]*\)$/\1/p' "$logs/summary")
+echo "bench-inject: $(sed -n '2p' "$logs/summary")"
+sed -n '3,$p' "$logs/summary"
+echo "bench-inject: perf.data $(awk -v b="$in_bytes" 'BEGIN {printf "%.1f", b / 1e6}') MB"
+if [ "$loads" -lt 50000 ] || [ "$loads" -gt 75000 ]; then
+	echo "bench-inject: warning: $loads LOADs, outside the expected ~60,000 (GEN_ARGS?)" >&2
+fi
+if [ "$dump_bytes" -lt 55000000 ] || [ "$dump_bytes" -gt 65000000 ]; then
+	echo "bench-inject: warning: the dump is not 55-65 MB (GEN_ARGS?)" >&2
+fi
+
+warm() { cat "$dump" "$rec/perf.data" >/dev/null; sync; }
+
+# ---- 2. perf inject --jit ----------------------------------------------
+# perf writes jitted-PID-N.so next to the dump, the output in its cwd, and
+# fills the build-id cache; each run starts from the recorded state.
+list_paths "$rec" >"$logs/rec.before"
+list_paths "$debug" >"$logs/debug.before"
+perf_best='' perf_rss='' perf_cpu=''
+for i in $(seq "$runs"); do
+	if [ "$i" -gt 1 ]; then
+		remove_new "$rec" "$logs/rec.before"
+		remove_new "$debug" "$logs/debug.before"
+		find "$pdir" -mindepth 1 -delete
+	fi
+	warm
+	echo "bench-inject: perf inject --jit (run $i of $runs)"
+	t0=$(now_ns)
+	if ! (cd "$pdir" && /usr/bin/time -v -o "$logs/perf.time.$i" \
+		"$perf" --buildid-dir "$debug" inject --jit -i "$rec/perf.data" \
+		-o perf.ref.data >"$logs/perf.out.$i" 2>"$logs/perf.err.$i"); then
+		tail -n 20 "$logs/perf.err.$i" >&2
+		grep -E 'Exit status|Command terminated' "$logs/perf.time.$i" >&2 || true
+		fail "perf inject --jit (run $i)"
+	fi
+	t1=$(now_ns)
+	dt=$((t1 - t0))
+	kb=$(rss_kb "$logs/perf.time.$i")
+	if [ -z "$perf_best" ] || [ "$dt" -lt "$perf_best" ]; then
+		perf_best=$dt
+		perf_cpu=$(cpu_s "$logs/perf.time.$i")
+	fi
+	# The lowest of the runs: the conservative side for the RSS ratio.
+	if [ -z "$perf_rss" ] || [ "$kb" -lt "$perf_rss" ]; then perf_rss=$kb; fi
+done
+read -r f1 _ _ b1 k1 < <(new_stats "$rec" "$logs/rec.before")
+read -r f2 _ _ b2 k2 < <(new_stats "$pdir" /dev/null)
+perf_files=$((f1 + f2))
+perf_bytes=$((b1 + b2))
+perf_disk=$((k1 + k2))
+perf_out_bytes=$(stat -c %s "$pdir/perf.ref.data")
+read -r cache_reg cache_links cache_dirs cache_bytes _ < <(new_stats "$debug" "$logs/debug.before")
+cache_du=$(du -s -B1 "$debug" | awk '{print $1}')
+
+# ---- 3. perfgraft inject -----------------------------------------------
+list_paths "$rec" >"$logs/rec.before.pg"
+list_paths "$debug" >"$logs/debug.before.pg"
+pg_best='' pg_rss=0 pg_cpu=''
+for i in $(seq "$runs"); do
+	find "$gdir" -mindepth 1 -delete
+	warm
+	echo "bench-inject: perfgraft inject (run $i of $runs)"
+	t0=$(now_ns)
+	if ! (cd "$gdir" && /usr/bin/time -v -o "$logs/pg.time.$i" \
+		"$pg" inject -i "$rec/perf.data" -o perf.pg.data \
+		>"$logs/pg.out.$i" 2>"$logs/pg.err.$i"); then
+		tail -n 20 "$logs/pg.err.$i" >&2
+		grep -E 'Exit status|Command terminated' "$logs/pg.time.$i" >&2 || true
+		fail "$pg inject (run $i)"
+	fi
+	t1=$(now_ns)
+	dt=$((t1 - t0))
+	kb=$(rss_kb "$logs/pg.time.$i")
+	if [ -z "$pg_best" ] || [ "$dt" -lt "$pg_best" ]; then
+		pg_best=$dt
+		pg_cpu=$(cpu_s "$logs/pg.time.$i")
+	fi
+	# The highest of the runs: the conservative side for the RSS ratio.
+	if [ "$kb" -gt "$pg_rss" ]; then pg_rss=$kb; fi
+done
+grep '^perfgraft: inject:' "$logs/pg.err.$runs" | sed 's/^/bench-inject: /' || true
+# Anything perfgraft put beside the dump counts too.
+read -r f1 _ _ b1 k1 < <(new_stats "$rec" "$logs/rec.before.pg")
+read -r f2 _ _ b2 k2 < <(new_stats "$gdir" /dev/null)
+read -r d1 d2 d3 _ _ < <(new_stats "$debug" "$logs/debug.before.pg")
+pg_images=$(find "$gdir/perf.pg.data.d" -type f 2>/dev/null | wc -l)
+pg_files=$((f1 + f2))
+pg_bytes=$((b1 + b2))
+pg_disk=$((k1 + k2))
+pg_out_bytes=$(stat -c %s "$gdir/perf.pg.data")
+if [ "$f1" -gt 0 ]; then
+	echo "bench-inject: warning: perfgraft wrote $f1 files beside the dump (counted)" >&2
+fi
+if [ $((d1 + d2 + d3)) -gt 0 ]; then
+	echo "bench-inject: warning: perfgraft wrote $((d1 + d2 + d3)) paths into the build-id cache" >&2
+fi
+
+# ---- 4. perf report on each output ---------------------------------------
+# One untimed run each (warms the page cache; its output is compared), then
+# RUNS timed runs, best wall time kept.
+report() { # NAME FILE
+	local name=$1 file=$2 best='' i t0 t1 dt
+	"$perf" --buildid-dir "$debug" report --stdio --sort sym -i "$file" \
+		>"$logs/report.$name" 2>"$logs/report.$name.err" ||
+		{ tail -n 20 "$logs/report.$name.err" >&2; fail "perf report -i $file"; }
+	for i in $(seq "$runs"); do
+		t0=$(now_ns)
+		"$perf" --buildid-dir "$debug" report --stdio --sort sym -i "$file" \
+			>/dev/null 2>&1 || fail "perf report -i $file (run $i)"
+		t1=$(now_ns)
+		dt=$((t1 - t0))
+		if [ -z "$best" ] || [ "$dt" -lt "$best" ]; then best=$dt; fi
+	done
+	echo "$best"
+}
+echo "bench-inject: perf report --stdio --sort sym on each output"
+rep_perf=$(report perf "$pdir/perf.ref.data")
+rep_pg=$(report pg "$gdir/perf.pg.data")
+
+python3 - "$logs/report.perf" "$logs/report.pg" <<'EOF' || true
+import re, sys
+pat = re.compile(r"^\s+([0-9.]+)%\s+(?:([0-9.]+)%\s+)?\[(.)\]\s+(.*?)\s*$")
+jit = re.compile(r"^(JS|Builtin|BytecodeHandler|Eval|RegExp|Stub|Function|Script|LazyCompile|Handler):")
+def parse(path):
+    rows = {}
+    for line in open(path, errors="replace"):
+        m = pat.match(line)
+        if m:
+            first = float(m.group(1))
+            self_ = float(m.group(2)) if m.group(2) is not None else first
+            rows.setdefault(m.group(4), (first, self_))
+    return rows
+a, b = parse(sys.argv[1]), parse(sys.argv[2])
+def top(rows, k):
+    return [s for s, _ in sorted(rows.items(), key=lambda kv: (-kv[1][k], kv[0]))[:10]]
+ok = True
+for k, what in ((0, "children"), (1, "self")):
+    ta, tb = top(a, k), top(b, k)
+    if ta == tb:
+        print(f"bench-inject: perf report top 10 by {what}: the same 10 symbols")
+    else:
+        ok = False
+        print(f"bench-inject: WARNING: perf report top 10 by {what} differ", file=sys.stderr)
+        for i in range(10):
+            x = ta[i] if i < len(ta) else "-"
+            y = tb[i] if i < len(tb) else "-"
+            print(f"  {'=' if x == y else '!'} {x[:60]:60}  {y[:60]}", file=sys.stderr)
+diff = sum(1 for s in set(a) | set(b) if a.get(s) != b.get(s))
+ja = sum(1 for s in a if jit.match(s))
+jb = sum(1 for s in b if jit.match(s))
+ra = sum(1 for s in a if s.startswith("0x"))
+rb = sum(1 for s in b if s.startswith("0x"))
+print(f"bench-inject: perf report symbols: perf {len(a)} ({ja} JIT, {ra} raw addresses), "
+      f"perfgraft {len(b)} ({jb} JIT, {rb} raw addresses); {diff} differ in percentages or presence")
+EOF
+
+# ---- 5. table ------------------------------------------------------------
+awk -v runs="$runs" -v dump_bytes="$dump_bytes" \
+    -v p_ns="$perf_best" -v g_ns="$pg_best" \
+    -v p_kb="$perf_rss" -v g_kb="$pg_rss" \
+    -v p_cpu="$perf_cpu" -v g_cpu="$pg_cpu" \
+    -v p_files="$perf_files" -v g_files="$pg_files" -v g_images="$pg_images" \
+    -v p_bytes="$perf_bytes" -v g_bytes="$pg_bytes" \
+    -v p_disk="$perf_disk" -v g_disk="$pg_disk" \
+    -v p_out="$perf_out_bytes" -v g_out="$pg_out_bytes" \
+    -v p_rep="$rep_perf" -v g_rep="$rep_pg" \
+    -v c_reg="$cache_reg" -v c_links="$cache_links" -v c_dirs="$cache_dirs" \
+    -v c_bytes="$cache_bytes" -v c_du="$cache_du" -v ncfi="$ncfi" \
+    -v t_speed="$target_speedup" -v t_rss="$target_rss" \
+    -v t_img="$target_images" -v t_bytes="$target_bytes" '
+function pf(ok) { return ok ? "PASS" : "FAIL" }
+BEGIN {
+	p_s = p_ns / 1e9; g_s = g_ns / 1e9
+	p_mb = p_kb * 1024 / 1e6; g_mb = g_kb * 1024 / 1e6
+	split(p_cpu, pc, " "); split(g_cpu, gc, " ")
+	speed = g_s > 0 ? p_s / g_s : 0
+	rssr = g_mb > 0 ? p_mb / g_mb : 0
+	bytes_r = g_bytes / dump_bytes
+	printf "\n"
+	printf "%-22s %16s %16s %10s\n", "", "perf inject --jit", "perfgraft", "perf/pg"
+	printf "%-22s %16.2f %16.2f %9.1fx\n", "wall s (best of " runs ")", p_s, g_s, speed
+	printf "%-22s %16s %16s\n", "user+sys s", \
+		sprintf("%.2f+%.2f", pc[1], pc[2]), sprintf("%.2f+%.2f", gc[1], gc[2])
+	printf "%-22s %16.1f %16.1f %9.1fx\n", "peak RSS MB", p_mb, g_mb, rssr
+	printf "%-22s %16d %16d %9.0fx\n", "files written", p_files, g_files, (g_files ? p_files / g_files : 0)
+	printf "%-22s %16.1f %16.1f %9.2fx\n", "bytes written MB", p_bytes / 1e6, g_bytes / 1e6, (g_bytes ? p_bytes / g_bytes : 0)
+	printf "%-22s %16.1f %16.1f\n", "  of which perf.data", p_out / 1e6, g_out / 1e6
+	printf "%-22s %16.1f %16.1f %9.2fx\n", "disk used MB", p_disk / 1e6, g_disk / 1e6, (g_disk ? p_disk / g_disk : 0)
+	printf "%-22s %16.2f %16.2f %9.2fx\n", "perf report s", p_rep / 1e9, g_rep / 1e9, (g_rep ? p_rep / g_rep : 0)
+	printf "\n"
+	printf "perf also filled its build-id cache (--buildid-dir): %d files, %d symlinks, %d dirs,\n", c_reg, c_links, c_dirs
+	printf "  %.1f MB apparent, %.1f MB on disk (du; this includes the elf files, which are\n", c_bytes / 1e6, c_du / 1e6
+	printf "  hard links to the jitted-*.so counted above)\n"
+	printf "perfgraft: %d image files (%d for the function(s) with real CFI, the rest packed)\n\n", g_images, ncfi
+	printf "speedup target        %s (%.1fx vs >= %dx)\n", pf(speed >= t_speed), speed, t_speed
+	printf "memory target         %s (perf/perfgraft RSS %.1fx vs >= %dx)\n", pf(rssr >= t_rss), rssr, t_rss
+	printf "image files target    %s (%d vs <= %d)\n", pf(g_images <= t_img), g_images, t_img
+	printf "bytes target          %s (%.1f MB / %.1f MB dump = %.2f vs <= %.1f)\n", \
+		pf(bytes_r <= t_bytes), g_bytes / 1e6, dump_bytes / 1e6, bytes_r, t_bytes
+}'
+
+if [ -d "$HOME/.debug" ] && [ -n "$(find "$HOME/.debug" -newer "$logs/start" -print -quit 2>/dev/null)" ]; then
+	echo "bench-inject: warning: something under $HOME/.debug changed during the run" >&2
+fi
+exit 0
