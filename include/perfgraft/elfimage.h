@@ -36,6 +36,11 @@ struct pg_elfset_opts {
 	 * perf with the fix (6.8+, Debian 12's 6.1.187) and libdw need the
 	 * PT_LOAD at 0, the default. */
 	bool cfi_layout_perf_5_19;
+	/* name files <prefix>-<kind>-<12 hex digits of the build-id>.so, so an
+	 * image is never replaced by a different one of the same name (perf
+	 * data written earlier keeps resolving); the name is known once the
+	 * image is written */
+	bool build_id_names;
 };
 
 /* Where a LOAD's code landed. */

@@ -75,6 +75,7 @@ struct pg_elfset {
 	size_t scratch_cap;
 	uint64_t recovered;
 	bool cfi_compat;	/* opts.cfi_layout_perf_5_19 */
+	bool build_id_names;
 };
 
 static uint64_t headers_end(const struct pg_elfset *set)
@@ -104,6 +105,7 @@ int pg_elfset_new(const struct pg_jd_header *hdr, const char *dump_name,
 	set->diag = diag;
 	set->per_function = opts->per_function;
 	set->cfi_compat = opts->cfi_layout_perf_5_19;
+	set->build_id_names = opts->build_id_names;
 	set->pack_limit = opts->pack_limit ? opts->pack_limit : DEFAULT_PACK_LIMIT;
 	if (set->pack_limit > (1ull << 31))
 		set->pack_limit = 1ull << 31;	/* offsets stay 32-bit clean */
@@ -404,6 +406,22 @@ static int write_image(pg_elfset *set, struct img *im)
 		sha1_update(&im->sha, eh_size, ehp);
 		sha1_digest(&im->sha, sizeof(bid), bid);
 		memcpy(pi->build_id, bid, BUILD_ID_SIZE);
+	}
+	if (set->build_id_names) {
+		size_t dl = strlen(set->dir), nl = strlen(pi->name);
+		char *np = malloc(dl + nl + 16);
+
+		if (!np) {
+			ret = pg_err(set->diag, -ENOMEM, "out of memory");
+			goto out;
+		}
+		/* "<dir>/<name less .so>-<12 hex>.so" */
+		snprintf(np, dl + nl + 16, "%s/%.*s-%02x%02x%02x%02x%02x%02x.so", set->dir,
+			 (int)(nl - 3), pi->name, pi->build_id[0], pi->build_id[1],
+			 pi->build_id[2], pi->build_id[3], pi->build_id[4], pi->build_id[5]);
+		free(pi->path);
+		pi->path = np;
+		pi->name = np + dl + 1;
 	}
 	memcpy(note, nhdr, sizeof(nhdr));
 	memcpy(note + 12, "GNU", 4);

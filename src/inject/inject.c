@@ -225,7 +225,8 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 	const struct pg_pd_time_conv *tc = pg_perfdata_time_conv(j->pd);
 	struct pg_diag dd = { .warn = j->diag->warn, .ctx = j->diag->ctx };
 	struct pg_elfset_opts eo = { .dir = j->image_dir, .per_function = j->o->per_function,
-				     .cfi_layout_perf_5_19 = j->cfi_compat };
+				     .cfi_layout_perf_5_19 = j->cfi_compat,
+				     .build_id_names = true };
 	const struct pg_jd_header *h;
 	struct place *places = NULL;
 	size_t nplaces = 0, places_cap = 0;
