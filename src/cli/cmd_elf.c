@@ -30,9 +30,8 @@ static void do_help(FILE *f)
 }
 
 /* Removes what this run wrote: a failed run leaves no partial set. */
-static void remove_images(pg_elfset *set, const char *dir)
+static void remove_images(pg_elfset *set)
 {
-	(void)dir;
 	for (size_t i = 0; i < pg_elfset_count(set); i++) {
 		const struct pg_elf_image *im = pg_elfset_image(set, i);
 
@@ -139,7 +138,7 @@ int cmd_elf(int argc, char **argv)
 		fprintf(stderr, "\r\033[K");
 	if (ret < 0) {
 		cli_error("%s", diag.err);
-		remove_images(set, eo.dir);
+		remove_images(set);
 		status = EXIT_BADINPUT;
 	} else if (!quiet) {
 		size_t n = pg_elfset_count(set), ncfi = 0, npack = 0;

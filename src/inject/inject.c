@@ -68,9 +68,7 @@ struct inj {
 	size_t nimgs, imgs_cap;
 	struct pidinfo *pids;
 	size_t npids, pids_cap;
-	struct pg_strmap seen;	/* dump paths read (or tried) */
-	char **seen_keys;
-	size_t nseen_keys, seen_keys_cap;
+	struct pg_strmap seen;	/* dump paths read (or tried); owns its keys */
 	uint64_t mmap_id;	/* id stamped on injected records */
 };
 
@@ -192,7 +190,7 @@ static uint64_t tsc_to_perf(const struct pg_pd_time_conv *tc, uint64_t cyc)
 
 /* ---- reading a dump ---- */
 
-static int add_image(struct inj *j, const struct pg_elf_image *ei, uint32_t *idx)
+static int add_image(struct inj *j, const struct pg_elf_image *ei)
 {
 	struct image *im;
 	struct stat sb;
@@ -212,7 +210,7 @@ static int add_image(struct inj *j, const struct pg_elf_image *ei, uint32_t *idx
 	im->maj = major(sb.st_dev);
 	im->min = minor(sb.st_dev);
 	im->ino = sb.st_ino;
-	*idx = (uint32_t)j->nimgs++;
+	j->nimgs++;
 	j->st->images++;
 	j->st->image_bytes += (uint64_t)sb.st_size;
 	return pg_pdw_build_id(j->w, HOST_PID, MISC_USER, ei->build_id, 20, abs);
@@ -333,9 +331,7 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 	if (ret < 0)
 		goto fail_images;
 	for (size_t i = 0; i < pg_elfset_count(set); i++) {
-		uint32_t idx;
-
-		ret = add_image(j, pg_elfset_image(set, i), &idx);
+		ret = add_image(j, pg_elfset_image(set, i));
 		if (ret)
 			goto fail_images;
 	}
@@ -406,8 +402,6 @@ static bool seen_before(struct inj *j, const char *path)
 		free(key);
 		return true;
 	}
-	if (pg_grow((void **)&j->seen_keys, &j->seen_keys_cap, j->nseen_keys + 1, sizeof(char *)))
-		j->seen_keys[j->nseen_keys++] = key;
 	return false;
 }
 
@@ -602,7 +596,7 @@ int pg_inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 			break;
 		st->records_out++;
 		if (o->progress && !pg_perfdata_pipe(j.pd) && !(st->records_in & 0xffff))
-			o->progress(o->progress_ctx, (double)(r.offset - 0) /
+			o->progress(o->progress_ctx, (double)r.offset /
 					(double)(pg_perfdata_data_size(j.pd) + 1));
 	}
 	if (!ret)
@@ -628,9 +622,8 @@ out:
 	free(j.imgs);
 	free(j.heap);
 	free(j.pids);
-	for (size_t i = 0; i < j.nseen_keys; i++)
-		free(j.seen_keys[i]);
-	free(j.seen_keys);
+	for (size_t i = 0; i < j.seen.n; i++)
+		free((char *)j.seen.keys[i]);
 	pg_strmap_free(&j.seen);
 	return ret;
 }

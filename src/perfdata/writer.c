@@ -193,8 +193,9 @@ int pg_pdw_add_attr(pg_pdw *w, const uint8_t *raw, uint32_t raw_size,
 static bool pipe_feature(unsigned bit)
 {
 	switch (bit) {
-	case 3 ... 14: case 16: case 17: case 21: case 22: case 23:
-	case 25: case 26: case 28: case 29: case 31:
+	case 3: case 4: case 5: case 6: case 7: case 8: case 9: case 10:
+	case 11: case 12: case 13: case 14: case 16: case 17: case 21: case 22:
+	case 23: case 25: case 26: case 28: case 29: case 31:
 		return true;
 	default:
 		return false;
@@ -278,7 +279,7 @@ int pg_pdw_build_id(pg_pdw *w, int32_t pid, uint16_t misc, const uint8_t *id,
 	struct pg_buf tmp = { .big_endian = w->big_endian };
 	struct pg_buf *b = w->pipe ? &tmp : &w->build_ids;
 	size_t nlen = pg_align(strlen(filename) + 1, NAME_ALIGN);
-	size_t size = 36 + nlen, at = b->len;
+	size_t size = 36 + nlen;
 	uint8_t idbuf[20] = { 0 };
 	int ret = 0;
 
@@ -301,7 +302,6 @@ int pg_pdw_build_id(pg_pdw *w, int32_t pid, uint16_t misc, const uint8_t *id,
 		ret = pg_err(w->diag, -ENOMEM, "out of memory");
 	else if (w->pipe)
 		ret = out_buf(w, b);
-	(void)at;
 	pg_buf_free(&tmp);
 	return ret;
 }
