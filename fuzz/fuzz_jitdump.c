@@ -23,9 +23,8 @@
 #include <perfgraft/common.h>
 #include <perfgraft/jitdump.h>
 #include <perfgraft/elfimage.h>
+#include "fuzz_tmpdir.h"
 
-static char tmpdir[] = "/tmp/perfgraft-fuzz-XXXXXX";
-static int have_tmpdir;
 static unsigned long stray_files;
 
 /* Keeps the compiler from dropping the reads. */
@@ -161,27 +160,6 @@ static void walk_all(const uint8_t *data, size_t size)
 	sink += sum + rc;
 }
 
-/* Removes whatever is left in tmpdir (files the set did not list). */
-static void sweep_tmpdir(void)
-{
-	DIR *d = opendir(tmpdir);
-	struct dirent *de;
-
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		char path[sizeof(tmpdir) + 512];
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", tmpdir, de->d_name);
-		if (unlink(path) == 0 && stray_files++ == 0)
-			fprintf(stderr, "fuzz_jitdump: note: %s was written "
-				"but not listed by pg_elfset_image()\n", path);
-	}
-	closedir(d);
-}
-
 /* Pass 2: LOADs into ELF images. */
 static void build_images(const uint8_t *data, size_t size)
 {
@@ -193,7 +171,7 @@ static void build_images(const uint8_t *data, size_t size)
 	pg_elfset *set = NULL;
 	size_t n;
 
-	if (!have_tmpdir)
+	if (!fuzz_have_tmpdir)
 		return;
 	memset(&diag, 0, sizeof(diag));
 	diag.warn = NULL;
@@ -201,7 +179,7 @@ static void build_images(const uint8_t *data, size_t size)
 		return;
 
 	memset(&opts, 0, sizeof(opts));
-	opts.dir = tmpdir;
+	opts.dir = fuzz_tmpdir;
 	/* Small packs, so that a short input can fill more than one. */
 	opts.pack_limit = 0;
 	if (size && (data[size - 1] & 1))
@@ -247,28 +225,17 @@ static void build_images(const uint8_t *data, size_t size)
 	}
 	pg_elfset_free(set);
 	pg_jitdump_close(jd);
-	sweep_tmpdir();
-}
-
-static void remove_tmpdir(void)
-{
-	if (have_tmpdir) {
-		sweep_tmpdir();
-		(void)rmdir(tmpdir);
-	}
+	/* files the set wrote but did not list */
+	if (fuzz_tmpdir_sweep() && stray_files++ == 0)
+		fprintf(stderr, "fuzz_jitdump: note: %s held files not listed by pg_elfset_image()\n",
+			fuzz_tmpdir);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
-	if (!mkdtemp(tmpdir)) {
-		fprintf(stderr, "fuzz_jitdump: mkdtemp: %s; pass 2 disabled\n",
-			strerror(errno));
-		return 0;
-	}
-	have_tmpdir = 1;
-	atexit(remove_tmpdir);
+	fuzz_tmpdir_make("fuzz_jitdump", "pass 2 disabled");
 	return 0;
 }
 

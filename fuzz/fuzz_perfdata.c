@@ -34,17 +34,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fuzz_tmpdir.h"
 #include <perfgraft/common.h>
 #include <perfgraft/perfdata.h>
 
-static char tmpdir[] = "/tmp/perfgraft-fuzz-pd-XXXXXX";
 /* FUZZ_PERFDATA_PAD_HEADER=1: inputs shorter than the 104-byte file header
  * are copied into a zero-padded 104-byte buffer (the length passed stays
  * the input's), so that the reader's header reads before its length check
  * do not stop a campaign. */
 static int pad_header;
-static char outpath[sizeof(tmpdir) + 16];
-static int have_tmpdir;
+static char outpath[sizeof(fuzz_tmpdir) + 16];
 
 /* Keeps the compiler from dropping the reads. */
 static volatile uint64_t sink;
@@ -136,24 +135,6 @@ static uint64_t touch_rec(const pg_perfdata *pd, const struct pg_pd_rec *r)
 	return sum;
 }
 
-static void sweep_tmpdir(void)
-{
-	DIR *d = opendir(tmpdir);
-	struct dirent *de;
-
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		char path[sizeof(tmpdir) + 512];
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", tmpdir, de->d_name);
-		(void)unlink(path);
-	}
-	closedir(d);
-}
-
 /* A file name from the input: short normally, sometimes too long for a
  * record (the writer must refuse it, not overflow). */
 static void make_name(char *buf, size_t cap, const uint8_t *data, size_t size, size_t salt)
@@ -242,7 +223,7 @@ static void one_input(const uint8_t *data, size_t size)
 		return;
 	sink += touch_meta(pd);
 
-	if (have_tmpdir) {
+	if (fuzz_have_tmpdir) {
 		memset(&wo, 0, sizeof(wo));
 		wo.pipe = pg_perfdata_pipe(pd);
 		wo.big_endian = pg_perfdata_big_endian(pd);
@@ -329,17 +310,9 @@ static void one_input(const uint8_t *data, size_t size)
 			pg_perfdata_close(back);
 		}
 		(void)unlink(outpath);
-		sweep_tmpdir();
+		fuzz_tmpdir_sweep();
 	}
 	pg_perfdata_close(pd);
-}
-
-static void remove_tmpdir(void)
-{
-	if (have_tmpdir) {
-		sweep_tmpdir();
-		(void)rmdir(tmpdir);
-	}
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -349,14 +322,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	pad_header = pad && *pad == '1';
-	if (!mkdtemp(tmpdir)) {
-		fprintf(stderr, "fuzz_perfdata: mkdtemp: %s; the writer is not exercised\n",
-			strerror(errno));
-		return 0;
-	}
-	snprintf(outpath, sizeof(outpath), "%s/out.data", tmpdir);
-	have_tmpdir = 1;
-	atexit(remove_tmpdir);
+	if (fuzz_tmpdir_make("fuzz_perfdata", "the writer is not exercised") == 0)
+		snprintf(outpath, sizeof(outpath), "%s/out.data", fuzz_tmpdir);
 	return 0;
 }
 
