@@ -33,6 +33,7 @@ bool progress_due(double *next);
 
 int cmd_dump(int argc, char **argv);
 int dump_perfdata(const char *path, bool json, struct cli_warnings *w);
+int dump_xray(const char *path, bool json, bool time_order, struct cli_warnings *w);
 int cmd_elf(int argc, char **argv);
 int cmd_inject(int argc, char **argv);
 

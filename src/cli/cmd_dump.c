@@ -9,17 +9,20 @@
 #include <byteswap.h>
 
 #include <perfgraft/jitdump.h>
+#include <perfgraft/xray.h>
 #include "cli/cli.h"
 
 static void do_help(FILE *f)
 {
-	fprintf(f, "usage: perfgraft dump [-v] [--json] FILE\n\n"
+	fprintf(f, "usage: perfgraft dump [-v] [--json] [--time-order] FILE\n\n"
 		   "Prints FILE readably; the format is detected from its contents.\n"
 		   "Supported: jitdump (jit-PID.dump), perf.data (file or pipe mode, - for\n"
-		   "standard input).\n\n"
-		   "  --json      one JSON object instead of text\n"
-		   "  -v          print every warning (default: the first 20)\n"
-		   "  -h, --help  this text\n");
+		   "standard input), LLVM XRay traces (FDR 1-5, basic mode 1-3).\n\n"
+		   "  --json        one JSON object instead of text\n"
+		   "  --time-order  XRay: function and event records only, each thread's\n"
+		   "                buffers in time order, threads merged by time\n"
+		   "  -v            print every warning (default: the first 20)\n"
+		   "  -h, --help    this text\n");
 }
 
 static const char *type_name(uint32_t id)
@@ -240,19 +243,21 @@ int cmd_dump(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "time-order", no_argument, NULL, 't' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	struct cli_warnings w = { 0 };
 	unsigned char magic[4] = { 0 };
-	bool json = false;
+	bool json = false, time_order = false;
 	int c, fd, ret;
 	ssize_t n;
 
 	while ((c = getopt_long(argc, argv, "jvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = true; break;
+		case 't': time_order = true; break;
 		case 'v': w.verbose++; break;
 		case 'h': do_help(stdout); return 0;
 		default: do_help(stderr); return EXIT_USAGE;
@@ -285,13 +290,15 @@ int cmd_dump(int argc, char **argv)
 			ret = dump_jitdump(argv[optind], json, &w);
 		else if (!memcmp(magic, "PERF", 4) || !memcmp(magic, "2ELI", 4))
 			ret = dump_perfdata(argv[optind], json, &w);
+		else if (pg_xray_probe(magic, 4))
+			ret = dump_xray(argv[optind], json, time_order, &w);
 		if (ret >= 0) {
 			cli_warnings_flush(&w);
 			cli_warnings_free(&w);
 			return ret;
 		}
 	}
-	cli_error("%s: offset 0: unrecognized format (perfgraft dump reads jitdump and perf.data files)",
+	cli_error("%s: offset 0: unrecognized format (perfgraft dump reads jitdump, perf.data and XRay files)",
 		  argv[optind]);
 	return EXIT_BADINPUT;
 }

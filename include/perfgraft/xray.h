@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+/* LLVM XRay traces: FDR mode (versions 1-5) and basic mode (versions
+ * 1-3), either byte order, the instrumentation map of the traced binary,
+ * and their conversion into perf.data.
+ *
+ * The trace reader has two walks:
+ *  - file order (pg_xray_open(... PG_XRAY_FILE_ORDER ...)): every record as
+ *    it sits in the file, metadata included, for `perfgraft dump`;
+ *  - time order (the default): function and event records only, each
+ *    thread's buffers (FDR) or chunks (basic) ordered by their first
+ *    timestamp, the threads merged by time, and a PG_XR_THREAD_END record
+ *    at each thread's last timestamp.  Memory is O(buffers + threads).
+ * Damage stops the buffer it is in, with a warning naming the byte offset;
+ * the rest of the file is still read.  A truncated tail keeps everything
+ * before it. */
+#ifndef PERFGRAFT_XRAY_H
+#define PERFGRAFT_XRAY_H
+
+#include <perfgraft/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { PG_XRAY_BASIC = 0, PG_XRAY_FDR = 1 };
+
+struct pg_xr_header {
+	uint16_t version;
+	uint16_t type;			/* PG_XRAY_BASIC or PG_XRAY_FDR */
+	uint32_t flags;			/* bit0 constant_tsc, bit1 nonstop_tsc */
+	uint64_t cycle_frequency;	/* ticks per second; 0: unknown */
+	uint64_t buffer_size;		/* FDR: the runtime's per-thread buffer */
+	bool big_endian;
+};
+
+enum pg_xr_kind {
+	/* function and event records (both walks) */
+	PG_XR_ENTER = 0,
+	PG_XR_EXIT = 1,
+	PG_XR_TAIL_EXIT = 2,
+	PG_XR_ENTER_ARG = 3,
+	PG_XR_CUSTOM = 4,
+	PG_XR_TYPED = 5,
+	/* time order only: the thread's records are over (tsc = its last) */
+	PG_XR_THREAD_END = 6,
+	/* file order only: FDR metadata */
+	PG_XR_NEW_BUFFER = 16,
+	PG_XR_END_OF_BUFFER,
+	PG_XR_NEW_CPU,
+	PG_XR_TSC_WRAP,
+	PG_XR_WALLCLOCK,
+	PG_XR_BUFFER_EXTENTS,
+	PG_XR_PID,
+	PG_XR_CALL_ARG,
+	/* file order only: a buffer's (FDR v1) or a basic chunk's first record */
+	PG_XR_SKIPPED,			/* bytes skipped (v1 buffer filler) */
+};
+
+#define PG_XR_MAX_ARGS 8
+
+struct pg_xr_record {
+	enum pg_xr_kind kind;
+	uint64_t offset;		/* of the record in the file */
+	uint32_t size;			/* bytes, payload included */
+	uint32_t func_id;		/* function records */
+	uint64_t tsc;			/* absolute (reconstructed) */
+	uint32_t pid, tid;		/* v1/v2 FDR, basic v1/v2: pid = tid */
+	uint16_t cpu;
+	/* ENTER_ARG: the arguments (FDR CallArgument, basic ARG_PAYLOAD) */
+	uint32_t nargs;
+	uint64_t args[PG_XR_MAX_ARGS];
+	/* CUSTOM/TYPED: payload bytes in the trace (valid until the next call) */
+	const uint8_t *payload;
+	uint32_t payload_size;
+	uint16_t event_type;		/* TYPED */
+	/* file order: decoded metadata */
+	int64_t delta;			/* function records and v5 events */
+	uint64_t value;			/* EXTENTS: bytes; WALLCLOCK: seconds;
+					 * CALL_ARG: the argument; SKIPPED: bytes */
+	uint32_t usec;			/* WALLCLOCK */
+};
+
+/* Counters of one walk. */
+struct pg_xray_stats {
+	uint64_t buffers;		/* FDR buffers or basic chunks */
+	uint64_t records;		/* function and event records */
+	uint64_t enters, exits, tail_exits, args, custom, typed;
+	uint64_t threads;
+	uint64_t damaged_buffers;	/* stopped early at damage */
+	uint64_t truncated_bytes;	/* cut tail */
+	uint64_t orphan_args;		/* arguments with no entry before them */
+};
+
+#define PG_XRAY_FILE_ORDER 1u
+
+typedef struct pg_xray pg_xray;
+
+int pg_xray_open(const char *path, unsigned flags, struct pg_diag *diag, pg_xray **out);
+int pg_xray_open_mem(const void *buf, size_t len, const char *name, unsigned flags,
+		     struct pg_diag *diag, pg_xray **out);
+const struct pg_xr_header *pg_xray_header(const pg_xray *t);
+/* 1: *rec filled; 0: end; negative errno: the walk cannot go on (the
+ * header is unusable).  Damage inside the data is a warning. */
+int pg_xray_next(pg_xray *t, struct pg_xr_record *rec);
+void pg_xray_stats(const pg_xray *t, struct pg_xray_stats *st);
+void pg_xray_close(pg_xray *t);
+/* Does the buffer start like an XRay trace header? */
+bool pg_xray_probe(const void *buf, size_t len);
+const char *pg_xray_kind_name(enum pg_xr_kind k);
+
+/* ---- instrumentation map (xray_instr_map of the traced binary) ---- */
+
+struct pg_xray_func {
+	uint32_t id;			/* 1-based, as LLVM numbers them */
+	uint64_t addr;			/* link-time address */
+	uint64_t size;			/* from .symtab, 0 unknown */
+	const char *name;		/* demangled; "#ID" when nothing names it */
+	const char *linkage_name;	/* symbol as in .symtab, or NULL */
+	const char *file;		/* DWARF declaration, or NULL */
+	unsigned line, column;
+	uint8_t sled_kinds;		/* bit per sled kind seen (0-5) */
+	bool always_instrument;
+};
+
+/* Where the binary's code is, for an MMAP2 of it. */
+struct pg_xray_binary {
+	char *path;			/* absolute */
+	bool pie;			/* ET_DYN */
+	uint64_t text_vaddr, text_offset, text_size;	/* executable PT_LOAD */
+	uint8_t build_id[20];
+	unsigned build_id_size;
+	uint16_t e_machine;
+};
+
+typedef struct pg_xray_map pg_xray_map;
+
+int pg_xray_map_open(const char *binary, struct pg_diag *diag, pg_xray_map **out);
+int pg_xray_map_open_mem(const void *buf, size_t len, const char *name,
+			 struct pg_diag *diag, pg_xray_map **out);
+size_t pg_xray_map_count(const pg_xray_map *m);	/* highest ID */
+const struct pg_xray_func *pg_xray_map_func(const pg_xray_map *m, uint32_t id); /* NULL if unknown */
+const struct pg_xray_binary *pg_xray_map_binary(const pg_xray_map *m);
+void pg_xray_map_close(pg_xray_map *m);
+
+/* ---- conversion into perf.data ---- */
+
+struct pg_xray_opts {
+	const char *const *traces;
+	size_t ntraces;
+	const char *binary;		/* NULL: functions named by ID */
+	const char *output;		/* "-": pipe mode on stdout */
+	bool pipe;			/* pipe mode into a file */
+	uint64_t frequency;		/* samples per second of trace time; 0: default */
+	bool no_events;			/* samples only, no xray:* events */
+	bool no_samples;		/* events only */
+};
+
+#define PG_XRAY_DEFAULT_FREQUENCY 100000
+
+struct pg_xray_convert_stats {
+	struct pg_xray_stats trace;	/* summed over the traces */
+	uint64_t samples, events;
+	uint64_t threads, processes;
+	uint64_t exits_without_entry;	/* trace began mid-call */
+	uint64_t unfinished;		/* entries never exited */
+	uint64_t inferred_exits;	/* frames closed by an outer exit */
+	uint64_t unknown_ids;		/* records whose ID is not in the map */
+	uint64_t max_depth;
+	uint64_t out_bytes;
+	uint64_t first_ns, last_ns;
+};
+
+int pg_xray_convert(const struct pg_xray_opts *opts, struct pg_diag *diag,
+		    struct pg_xray_convert_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
