@@ -157,6 +157,20 @@ struct pg_xray_opts {
 
 #define PG_XRAY_DEFAULT_FREQUENCY 100000
 
+/* The xray:* events of the output: tracepoint IDs (their formats travel in
+ * the file's tracing data) and the flags of function_exit/tail_exit. */
+enum {
+	PG_XRAY_EV_ENTRY = 40001,	/* xray:function_entry */
+	PG_XRAY_EV_EXIT,		/* xray:function_exit */
+	PG_XRAY_EV_TAIL_EXIT,		/* xray:tail_exit */
+	PG_XRAY_EV_CALL_ARGS,		/* xray:call_args */
+	PG_XRAY_EV_CUSTOM,		/* xray:custom_event */
+	PG_XRAY_EV_TYPED,		/* xray:typed_event */
+};
+#define PG_XRAY_EXIT_INFERRED 1u	/* its exit was lost; closed by a caller's exit */
+#define PG_XRAY_EXIT_UNFINISHED 2u	/* never exited; closed at the thread's last time */
+#define PG_XRAY_EXIT_NO_ENTRY 4u	/* an exit whose entry is not in the trace */
+
 struct pg_xray_convert_stats {
 	struct pg_xray_stats trace;	/* summed over the traces */
 	uint64_t samples, events;

@@ -36,5 +36,6 @@ int dump_perfdata(const char *path, bool json, struct cli_warnings *w);
 int dump_xray(const char *path, bool json, bool time_order, struct cli_warnings *w);
 int cmd_elf(int argc, char **argv);
 int cmd_inject(int argc, char **argv);
+int cmd_xray(int argc, char **argv);
 
 #endif

@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+/* perfgraft xray: LLVM XRay traces into perf.data. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <perfgraft/xray.h>
+#include "cli/cli.h"
+
+static void do_help(FILE *f)
+{
+	fprintf(f, "usage: perfgraft xray TRACE... [-b BIN] [-o perf.data] [-F HZ] [--no-events]\n"
+		   "                      [--no-samples] [--pipe] [-q] [-v]\n"
+		   "       perfgraft xray --functions -b BIN\n\n"
+		   "Converts LLVM XRay traces (FDR 1-5, basic mode 1-3) of one binary into a\n"
+		   "perf.data: a time-weighted sample stream with call chains (perf report's\n"
+		   "self and children are exclusive and inclusive time) and the exact events\n"
+		   "as xray:* tracepoints (perf script prints their fields).\n\n"
+		   "  -b, --binary BIN      the instrumented binary: function names, source\n"
+		   "                        lines and addresses (without it: IDs only)\n"
+		   "  -o, --output FILE     perf.data to write, - for a pipe (default: perf.data)\n"
+		   "  -F, --frequency HZ    samples per second of trace time (default: %d)\n"
+		   "  --no-events           samples only, no xray:* events\n"
+		   "  --no-samples          events only\n"
+		   "  --pipe                write pipe-mode perf.data into the file\n"
+		   "  --functions           print the binary's instrumentation map and exit\n"
+		   "  -q, --quiet           no summary\n"
+		   "  -v                    print every warning (default: the first 20)\n"
+		   "  -h, --help            this text\n", PG_XRAY_DEFAULT_FREQUENCY);
+}
+
+static int list_functions(const char *bin, struct cli_warnings *w)
+{
+	struct pg_diag diag;
+	pg_xray_map *m;
+	int ret;
+
+	cli_diag_init(&diag, w);
+	ret = pg_xray_map_open(bin, &diag, &m);
+	cli_warnings_flush(w);
+	if (ret < 0) {
+		cli_error("%s", diag.err);
+		return EXIT_BADINPUT;
+	}
+	printf("%8s  %-18s %6s  %-6s %s\n", "id", "address", "size", "sleds", "function (source)");
+	for (size_t i = 1; i <= pg_xray_map_count(m); i++) {
+		const struct pg_xray_func *f = pg_xray_map_func(m, (uint32_t)i);
+		static const char kinds[] = "EXTACY";	/* enter exit tail args custom typed */
+		char sk[7] = "------";
+
+		for (int k = 0; k < 6; k++)
+			if (f->sled_kinds & (1u << k))
+				sk[k] = kinds[k];
+		printf("%8u  0x%016llx %6llu  %s %s", f->id, (unsigned long long)f->addr,
+		       (unsigned long long)f->size, sk, f->name);
+		if (f->file)
+			printf(" (%s:%u:%u)", f->file, f->line, f->column);
+		printf("%s\n", f->always_instrument ? " [always]" : "");
+	}
+	pg_xray_map_close(m);
+	return 0;
+}
+
+int cmd_xray(int argc, char **argv)
+{
+	enum { OPT_NO_EVENTS = 256, OPT_NO_SAMPLES, OPT_PIPE, OPT_FUNCTIONS };
+	static const struct option opts[] = {
+		{ "binary", required_argument, NULL, 'b' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "frequency", required_argument, NULL, 'F' },
+		{ "no-events", no_argument, NULL, OPT_NO_EVENTS },
+		{ "no-samples", no_argument, NULL, OPT_NO_SAMPLES },
+		{ "pipe", no_argument, NULL, OPT_PIPE },
+		{ "functions", no_argument, NULL, OPT_FUNCTIONS },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct pg_xray_opts xo = { .output = "perf.data" };
+	struct pg_xray_convert_stats st;
+	struct cli_warnings w = { 0 };
+	struct pg_diag diag;
+	double t0 = now_seconds();
+	bool quiet = false, functions = false;
+	char *end;
+	int c, ret;
+
+	while ((c = getopt_long(argc, argv, "b:o:F:qvh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'b': xo.binary = optarg; break;
+		case 'o': xo.output = optarg; break;
+		case 'F':
+			xo.frequency = strtoull(optarg, &end, 10);
+			if (*end || !*optarg || xo.frequency == 0) {
+				cli_error("--frequency takes a positive number of Hz, not '%s'", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case OPT_NO_EVENTS: xo.no_events = true; break;
+		case OPT_NO_SAMPLES: xo.no_samples = true; break;
+		case OPT_PIPE: xo.pipe = true; break;
+		case OPT_FUNCTIONS: functions = true; break;
+		case 'q': quiet = true; break;
+		case 'v': w.verbose++; break;
+		case 'h': do_help(stdout); return 0;
+		default: do_help(stderr); return EXIT_USAGE;
+		}
+	}
+	if (functions) {
+		if (!xo.binary || optind != argc) {
+			cli_error("--functions takes only --binary BIN");
+			return EXIT_USAGE;
+		}
+		return list_functions(xo.binary, &w);
+	}
+	if (optind == argc) {
+		do_help(stderr);
+		return EXIT_USAGE;
+	}
+	xo.traces = (const char *const *)argv + optind;
+	xo.ntraces = (size_t)(argc - optind);
+	cli_diag_init(&diag, &w);
+	ret = pg_xray_convert(&xo, &diag, &st);
+	cli_warnings_flush(&w);
+	if (ret < 0) {
+		cli_error("%s", diag.err);
+		return EXIT_BADINPUT;
+	}
+	if (!quiet) {
+		fprintf(stderr, "perfgraft: xray: %zu trace%s, %llu threads, %llu records (%llu entries, %llu exits, %llu tail exits, %llu arguments, %llu custom, %llu typed events) over %.6f s -> %llu samples every %.3f us, %llu events; %s written (%.1f MB) in %.2f s\n",
+			xo.ntraces, xo.ntraces == 1 ? "" : "s", (unsigned long long)st.threads,
+			(unsigned long long)st.trace.records, (unsigned long long)st.trace.enters,
+			(unsigned long long)st.trace.exits, (unsigned long long)st.trace.tail_exits,
+			(unsigned long long)st.trace.args, (unsigned long long)st.trace.custom,
+			(unsigned long long)st.trace.typed, (st.last_ns - st.first_ns) / 1e9,
+			(unsigned long long)st.samples,
+			1e6 / (double)(xo.frequency ? xo.frequency : PG_XRAY_DEFAULT_FREQUENCY),
+			(unsigned long long)st.events, xo.output, st.out_bytes / 1e6,
+			now_seconds() - t0);
+		if (st.exits_without_entry || st.unfinished || st.inferred_exits || st.unknown_ids ||
+		    st.trace.damaged_buffers || st.trace.truncated_bytes)
+			fprintf(stderr, "perfgraft: xray: recovered: %llu exits without entry (trace began mid-call), %llu entries never exited (closed at the thread's last time), %llu frames closed by an outer exit, %llu records with IDs not in the binary, %llu damaged buffers, %llu bytes cut off\n",
+				(unsigned long long)st.exits_without_entry,
+				(unsigned long long)st.unfinished,
+				(unsigned long long)st.inferred_exits,
+				(unsigned long long)st.unknown_ids,
+				(unsigned long long)st.trace.damaged_buffers,
+				(unsigned long long)st.trace.truncated_bytes);
+	}
+	return 0;
+}

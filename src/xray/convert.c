@@ -1,0 +1,860 @@
+/* SPDX-License-Identifier: MIT */
+/* XRay traces -> perf.data.
+ *
+ * The traces are read in time order (threads merged), per-thread call
+ * stacks are rebuilt with LLVM's recovery rules, and two things come out:
+ *  - a sample stream, "xray-time": every thread whose stack is not empty
+ *    is sampled on a fixed grid of trace time, each sample carrying the
+ *    stack as a user call chain of addresses inside the binary and the
+ *    period in ns, so perf report's self and children columns are
+ *    exclusive and inclusive time;
+ *  - the events themselves as tracepoint samples (system "xray"), with
+ *    their formats in the file's tracing data so perf script and
+ *    libtraceevent print named fields.
+ * Output is written in time order with periodic FINISHED_ROUNDs; memory is
+ * O(threads x depth + functions + trace buffers). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <perfgraft/perfdata.h>
+#include <perfgraft/xray.h>
+#include "util/util.h"
+#include "xray/events.h"
+
+#define PERF_CONTEXT_USER ((uint64_t)-512)
+#define MISC_USER 2
+#define MAX_CHAIN 1024
+#define ROUND_EVENTS 65536
+#define MAX_PAYLOAD 65000	/* a perf record is at most 64 KiB */
+#define PIE_BASE 0x555555554000ull
+
+enum { ATTR_TIME, ATTR_ENTRY, ATTR_EXIT, ATTR_TAIL, ATTR_ARGS, ATTR_CUSTOM, ATTR_TYPED, NATTRS };
+
+static const uint32_t tp_ids[NATTRS] = {
+	0, PG_XRAY_EV_ENTRY, PG_XRAY_EV_EXIT, PG_XRAY_EV_TAIL_EXIT, PG_XRAY_EV_CALL_ARGS,
+	PG_XRAY_EV_CUSTOM, PG_XRAY_EV_TYPED,
+};
+static const char *const attr_names[NATTRS] = {
+	"xray-time", "xray:function_entry", "xray:function_exit", "xray:tail_exit",
+	"xray:call_args", "xray:custom_event", "xray:typed_event",
+};
+
+struct frame {
+	uint32_t id;
+	uint64_t tsc;
+};
+
+struct thread {
+	uint32_t trace, pid, tid;
+	uint16_t cpu;
+	struct frame *stack;
+	size_t depth, cap;
+	uint64_t next_sample;	/* UINT64_MAX while the stack is empty */
+	size_t hpos;		/* position in the sample heap */
+};
+
+struct trace_in {
+	pg_xray *t;
+	const char *path;
+	uint64_t freq;
+	struct pg_xr_record la;
+	uint64_t la_ns;
+	bool have;
+};
+
+struct conv {
+	const struct pg_xray_opts *o;
+	struct pg_diag *diag;
+	struct pg_xray_convert_stats *st;
+	pg_pdw *w;
+	pg_xray_map *map;
+	const struct pg_xray_binary *bin;
+	uint64_t base;		/* load address added to link-time addresses */
+	uint64_t period;	/* ns */
+	bool events, samples;
+	char comm[16];
+	struct stat bin_st;
+
+	struct trace_in *in;
+	size_t nin;
+
+	struct thread *threads;
+	size_t nthreads, tcap;
+	uint32_t *slots;	/* hash of threads: index + 1 */
+	size_t nslots;
+	uint32_t *heap;		/* threads by next_sample */
+	size_t nheap, hcap;
+
+	uint32_t *pids;		/* processes given an MMAP2 */
+	size_t npids, pcap;
+
+	struct pg_buf rec;	/* scratch for one record */
+	uint64_t last_out;	/* output time never goes back */
+	uint64_t since_round;
+	uint64_t *chain;
+	bool warned_depth, warned_freq;
+	int err;
+};
+
+/* ------------------------------------------------------------- encoding */
+
+static uint64_t to_ns(uint64_t tsc, uint64_t freq)
+{
+	if (freq == 0 || freq == 1000000000ull)
+		return tsc;
+	return (uint64_t)((unsigned __int128)tsc * 1000000000u / freq);
+}
+
+static int put(struct conv *cv)
+{
+	int ret;
+
+	if (cv->rec.oom)
+		return pg_err(cv->diag, -ENOMEM, "out of memory");
+	ret = pg_pdw_write(cv->w, cv->rec.p, cv->rec.len, NULL, 0);
+	if (!ret && ++cv->since_round >= ROUND_EVENTS) {
+		uint8_t fr[8] = { PG_PERF_RECORD_FINISHED_ROUND, 0, 0, 0, 0, 0, 8, 0 };
+
+		cv->since_round = 0;
+		ret = pg_pdw_write(cv->w, fr, sizeof(fr), NULL, 0);
+	}
+	return ret;
+}
+
+static void rec_start(struct conv *cv, uint32_t type, uint16_t misc)
+{
+	cv->rec.len = 0;
+	pg_buf_u32(&cv->rec, type);
+	pg_buf_u16(&cv->rec, misc);
+	pg_buf_u16(&cv->rec, 0);	/* size, set by rec_end */
+}
+
+static int rec_end(struct conv *cv)
+{
+	if (cv->rec.len > UINT16_MAX)
+		return pg_err(cv->diag, -EINVAL, "internal: record of %zu bytes", cv->rec.len);
+	if (!cv->rec.oom) {
+		uint16_t sz = (uint16_t)cv->rec.len;
+
+		memcpy(cv->rec.p + 6, &sz, 2);	/* output is little-endian */
+	}
+	return put(cv);
+}
+
+/* sample_id trailer shared by every attr: TID, TIME, CPU, IDENTIFIER */
+static void trailer(struct conv *cv, const struct thread *th, uint64_t time, uint64_t id)
+{
+	pg_buf_u32(&cv->rec, th->pid);
+	pg_buf_u32(&cv->rec, th->tid);
+	pg_buf_u64(&cv->rec, time);
+	pg_buf_u32(&cv->rec, th->cpu);
+	pg_buf_u32(&cv->rec, 0);
+	pg_buf_u64(&cv->rec, id);
+}
+
+static uint64_t out_time(struct conv *cv, uint64_t ns)
+{
+	if (ns < cv->last_out)
+		ns = cv->last_out;
+	cv->last_out = ns;
+	return ns;
+}
+
+static uint64_t func_addr(struct conv *cv, uint32_t id)
+{
+	const struct pg_xray_func *f = cv->map ? pg_xray_map_func(cv->map, id) : NULL;
+
+	if (f)
+		return cv->base + f->addr;
+	/* no binary, or an ID it does not know: a stable made-up address */
+	return 0x10000000ull + (uint64_t)id * 16;
+}
+
+static const char *func_name(struct conv *cv, uint32_t id, char *buf, size_t n)
+{
+	const struct pg_xray_func *f = cv->map ? pg_xray_map_func(cv->map, id) : NULL;
+
+	if (f)
+		return f->name;
+	snprintf(buf, n, "#%u", id);
+	return buf;
+}
+
+/* A tracepoint sample: header fields, then RAW (common header first). */
+static void tp_start(struct conv *cv, int attr, const struct thread *th, uint64_t ip,
+		     uint64_t time)
+{
+	rec_start(cv, PG_PERF_RECORD_SAMPLE, MISC_USER);
+	pg_buf_u64(&cv->rec, (uint64_t)attr + 1);	/* IDENTIFIER */
+	pg_buf_u64(&cv->rec, ip);
+	pg_buf_u32(&cv->rec, th->pid);
+	pg_buf_u32(&cv->rec, th->tid);
+	pg_buf_u64(&cv->rec, time);
+	pg_buf_u32(&cv->rec, th->cpu);
+	pg_buf_u32(&cv->rec, 0);
+	pg_buf_u64(&cv->rec, 1);			/* PERIOD */
+	pg_buf_u32(&cv->rec, 0);			/* RAW size, set by tp_end */
+	pg_buf_u16(&cv->rec, (uint16_t)tp_ids[attr]);	/* common_type */
+	pg_buf_u8(&cv->rec, 0);
+	pg_buf_u8(&cv->rec, 0);
+	pg_buf_u32(&cv->rec, th->tid);			/* common_pid */
+}
+
+#define RAW_AT 56	/* offset of the RAW size field in tp_start's layout */
+
+/* Appends the dynamic data after `fixed` bytes of raw data, whose
+ * __data_loc word sits at raw offset loc_at; pads so that the RAW size
+ * field plus data stays 8-aligned. */
+static int tp_end(struct conv *cv, size_t loc_at, const void *dyn, size_t dlen)
+{
+	size_t raw0 = RAW_AT + 4, fixed = cv->rec.len - raw0;
+	uint32_t loc = (uint32_t)(dlen << 16 | fixed), rs;
+
+	if (!cv->rec.oom)
+		memcpy(cv->rec.p + raw0 + loc_at, &loc, 4);
+	pg_buf_add(&cv->rec, dyn, dlen);
+	while ((cv->rec.len - RAW_AT) % 8)
+		pg_buf_u8(&cv->rec, 0);
+	rs = (uint32_t)(cv->rec.len - raw0);
+	if (!cv->rec.oom)
+		memcpy(cv->rec.p + RAW_AT, &rs, 4);
+	return rec_end(cv);
+}
+
+static int ev_entry(struct conv *cv, const struct thread *th, const struct pg_xr_record *r,
+		    uint64_t time)
+{
+	char nb[16];
+	const char *name = func_name(cv, r->func_id, nb, sizeof(nb));
+
+	tp_start(cv, ATTR_ENTRY, th, func_addr(cv, r->func_id), time);
+	pg_buf_u64(&cv->rec, func_addr(cv, r->func_id));
+	pg_buf_u64(&cv->rec, r->tsc);
+	pg_buf_u32(&cv->rec, r->func_id);
+	pg_buf_u32(&cv->rec, (uint32_t)th->depth);
+	pg_buf_u32(&cv->rec, 0);	/* name's __data_loc */
+	cv->st->events++;
+	return tp_end(cv, 32, name, strlen(name) + 1);
+}
+
+static int ev_exit(struct conv *cv, const struct thread *th, int attr, uint32_t id,
+		   uint64_t tsc, uint64_t dur_ns, size_t depth, uint32_t flags, uint64_t time)
+{
+	char nb[16];
+	const char *name = func_name(cv, id, nb, sizeof(nb));
+
+	tp_start(cv, attr, th, func_addr(cv, id), time);
+	pg_buf_u64(&cv->rec, func_addr(cv, id));
+	pg_buf_u64(&cv->rec, tsc);
+	pg_buf_u64(&cv->rec, dur_ns);
+	pg_buf_u32(&cv->rec, id);
+	pg_buf_u32(&cv->rec, (uint32_t)depth);
+	pg_buf_u32(&cv->rec, flags);
+	pg_buf_u32(&cv->rec, 0);
+	cv->st->events++;
+	return tp_end(cv, 44, name, strlen(name) + 1);
+}
+
+static int ev_arg(struct conv *cv, const struct thread *th, uint32_t id, uint32_t index,
+		  uint64_t value, uint64_t time)
+{
+	char nb[16];
+	const char *name = func_name(cv, id, nb, sizeof(nb));
+
+	tp_start(cv, ATTR_ARGS, th, func_addr(cv, id), time);
+	pg_buf_u64(&cv->rec, func_addr(cv, id));
+	pg_buf_u64(&cv->rec, value);
+	pg_buf_u32(&cv->rec, id);
+	pg_buf_u32(&cv->rec, index);
+	pg_buf_u32(&cv->rec, 0);
+	cv->st->events++;
+	return tp_end(cv, 32, name, strlen(name) + 1);
+}
+
+static int ev_payload(struct conv *cv, const struct thread *th, const struct pg_xr_record *r,
+		      uint64_t time)
+{
+	bool typed = r->kind == PG_XR_TYPED;
+	uint32_t n = r->payload_size > MAX_PAYLOAD ? MAX_PAYLOAD : r->payload_size;
+	uint64_t ip = th->depth ? func_addr(cv, th->stack[th->depth - 1].id) : 0;
+
+	tp_start(cv, typed ? ATTR_TYPED : ATTR_CUSTOM, th, ip, time);
+	pg_buf_u64(&cv->rec, r->tsc);
+	pg_buf_u32(&cv->rec, r->payload_size);
+	if (typed)
+		pg_buf_u32(&cv->rec, r->event_type);
+	pg_buf_u32(&cv->rec, 0);
+	cv->st->events++;
+	return tp_end(cv, typed ? 24 : 20, r->payload, n);
+}
+
+static int emit_sample(struct conv *cv, struct thread *th, uint64_t time)
+{
+	size_t n = th->depth < MAX_CHAIN - 1 ? th->depth : MAX_CHAIN - 1;
+
+	if (th->depth >= MAX_CHAIN && !cv->warned_depth) {
+		pg_warn(cv->diag, "call stacks deeper than %d frames are cut to their innermost %d in samples",
+			MAX_CHAIN - 1, MAX_CHAIN - 1);
+		cv->warned_depth = true;
+	}
+	rec_start(cv, PG_PERF_RECORD_SAMPLE, MISC_USER);
+	pg_buf_u64(&cv->rec, ATTR_TIME + 1);
+	pg_buf_u64(&cv->rec, func_addr(cv, th->stack[th->depth - 1].id));
+	pg_buf_u32(&cv->rec, th->pid);
+	pg_buf_u32(&cv->rec, th->tid);
+	pg_buf_u64(&cv->rec, time);
+	pg_buf_u32(&cv->rec, th->cpu);
+	pg_buf_u32(&cv->rec, 0);
+	pg_buf_u64(&cv->rec, cv->period);
+	pg_buf_u64(&cv->rec, n + 1);
+	pg_buf_u64(&cv->rec, PERF_CONTEXT_USER);
+	for (size_t i = 0; i < n; i++) {
+		/* callers: one byte in, so that a return-address adjustment
+		 * (ip - 1) still lands in the function */
+		uint64_t a = func_addr(cv, th->stack[th->depth - 1 - i].id);
+
+		pg_buf_u64(&cv->rec, i ? a + 1 : a);
+	}
+	cv->st->samples++;
+	return rec_end(cv);
+}
+
+/* ---------------------------------------------------------- sample heap */
+
+static bool h_less(const struct conv *cv, uint32_t a, uint32_t b)
+{
+	uint64_t x = cv->threads[a].next_sample, y = cv->threads[b].next_sample;
+
+	return x != y ? x < y : a < b;
+}
+
+static void h_swap(struct conv *cv, size_t i, size_t j)
+{
+	uint32_t t = cv->heap[i];
+
+	cv->heap[i] = cv->heap[j];
+	cv->heap[j] = t;
+	cv->threads[cv->heap[i]].hpos = i;
+	cv->threads[cv->heap[j]].hpos = j;
+}
+
+static void h_fix(struct conv *cv, size_t i)
+{
+	while (i > 0 && h_less(cv, cv->heap[i], cv->heap[(i - 1) / 2])) {
+		h_swap(cv, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+	for (;;) {
+		size_t l = 2 * i + 1, m = i;
+
+		if (l < cv->nheap && h_less(cv, cv->heap[l], cv->heap[m]))
+			m = l;
+		if (l + 1 < cv->nheap && h_less(cv, cv->heap[l + 1], cv->heap[m]))
+			m = l + 1;
+		if (m == i)
+			return;
+		h_swap(cv, i, m);
+		i = m;
+	}
+}
+
+/* Samples of every thread due before time `now` (ns). */
+static int samples_until(struct conv *cv, uint64_t now)
+{
+	int ret;
+
+	while (cv->nheap) {
+		struct thread *th = &cv->threads[cv->heap[0]];
+		uint64_t t = th->next_sample;
+
+		if (t >= now || t == UINT64_MAX)
+			return 0;
+		if ((ret = emit_sample(cv, th, out_time(cv, t))) < 0)
+			return ret;
+		th->next_sample = t + cv->period;
+		h_fix(cv, 0);
+	}
+	return 0;
+}
+
+static void set_next_sample(struct conv *cv, struct thread *th, uint64_t now)
+{
+	if (!cv->samples)
+		return;
+	if (!th->depth)
+		th->next_sample = UINT64_MAX;
+	else if (th->next_sample == UINT64_MAX)	/* first grid point from now */
+		th->next_sample = now / cv->period * cv->period +
+				  (now % cv->period ? cv->period : 0);
+	else
+		return;
+	h_fix(cv, th->hpos);
+}
+
+/* -------------------------------------------------------------- threads */
+
+static int mmap_binary(struct conv *cv, struct thread *th, uint64_t time)
+{
+	const struct pg_xray_binary *b = cv->bin;
+	uint64_t start = b->text_vaddr & ~0xfffull, end = b->text_vaddr + b->text_size;
+	struct pg_pd_attr a = {
+		.sample_type = PG_SAMPLE_TID | PG_SAMPLE_TIME | PG_SAMPLE_CPU | PG_SAMPLE_IDENTIFIER,
+		.sample_id_all = true,
+	};
+	struct pg_pdw_mmap2 m = {
+		.pid = th->pid, .tid = th->pid,
+		.start = cv->base + start,
+		.len = pg_align(end, 4096) - start,
+		.pgoff = b->text_offset & ~0xfffull,
+		.maj = major(cv->bin_st.st_dev), .min = minor(cv->bin_st.st_dev),
+		.ino = cv->bin_st.st_ino,
+		.prot = 5,	/* PROT_READ | PROT_EXEC */
+		.flags = 2,	/* MAP_PRIVATE */
+		.filename = b->path,
+		.time = time, .id = ATTR_TIME + 1, .cpu = th->cpu,
+	};
+
+	return pg_pdw_mmap2(cv->w, &a, &m);
+}
+
+static int new_process(struct conv *cv, struct thread *th, uint64_t time)
+{
+	for (size_t i = 0; i < cv->npids; i++)
+		if (cv->pids[i] == th->pid)
+			return 0;
+	if (!pg_grow((void **)&cv->pids, &cv->pcap, cv->npids + 1, sizeof(*cv->pids)))
+		return pg_err(cv->diag, -ENOMEM, "out of memory");
+	cv->pids[cv->npids++] = th->pid;
+	cv->st->processes++;
+	return cv->bin ? mmap_binary(cv, th, time) : 0;
+}
+
+static int emit_comm(struct conv *cv, struct thread *th, uint64_t time)
+{
+	char comm[16] = { 0 };
+
+	memcpy(comm, cv->comm, sizeof(comm) - 1);
+	rec_start(cv, 3 /* PERF_RECORD_COMM */, 0);
+	pg_buf_u32(&cv->rec, th->pid);
+	pg_buf_u32(&cv->rec, th->tid);
+	pg_buf_add(&cv->rec, comm, pg_align(strlen(comm) + 1, 8));
+	trailer(cv, th, time, ATTR_TIME + 1);
+	return rec_end(cv);
+}
+
+static int get_thread(struct conv *cv, uint32_t trace, const struct pg_xr_record *r,
+		      struct thread **out, uint64_t time)
+{
+	uint64_t key = ((uint64_t)trace * 0x100000001b3ull) ^ ((uint64_t)r->pid << 32 | r->tid);
+	size_t h;
+	struct thread *th;
+	int ret;
+
+	if (cv->nthreads * 2 >= cv->nslots) {	/* grow and rehash */
+		size_t ns = cv->nslots ? cv->nslots * 2 : 64;
+		uint32_t *s = calloc(ns, sizeof(*s));
+
+		if (!s)
+			return pg_err(cv->diag, -ENOMEM, "out of memory");
+		for (size_t i = 0; i < cv->nthreads; i++) {
+			const struct thread *t = &cv->threads[i];
+			uint64_t k = ((uint64_t)t->trace * 0x100000001b3ull) ^
+				     ((uint64_t)t->pid << 32 | t->tid);
+
+			h = (size_t)(k * 0x9E3779B97F4A7C15ull >> 17) & (ns - 1);
+			while (s[h])
+				h = (h + 1) & (ns - 1);
+			s[h] = (uint32_t)i + 1;
+		}
+		free(cv->slots);
+		cv->slots = s;
+		cv->nslots = ns;
+	}
+	h = (size_t)(key * 0x9E3779B97F4A7C15ull >> 17) & (cv->nslots - 1);
+	while (cv->slots[h]) {
+		th = &cv->threads[cv->slots[h] - 1];
+		if (th->trace == trace && th->pid == r->pid && th->tid == r->tid) {
+			*out = th;
+			return 0;
+		}
+		h = (h + 1) & (cv->nslots - 1);
+	}
+	if (!pg_grow((void **)&cv->threads, &cv->tcap, cv->nthreads + 1, sizeof(*cv->threads)) ||
+	    !pg_grow((void **)&cv->heap, &cv->hcap, cv->nthreads + 1, sizeof(*cv->heap)))
+		return pg_err(cv->diag, -ENOMEM, "out of memory");
+	th = &cv->threads[cv->nthreads];
+	memset(th, 0, sizeof(*th));
+	th->trace = trace;
+	th->pid = r->pid;
+	th->tid = r->tid;
+	th->cpu = r->cpu;
+	th->next_sample = UINT64_MAX;
+	cv->slots[h] = (uint32_t)++cv->nthreads;
+	th->hpos = cv->nheap;
+	cv->heap[cv->nheap++] = (uint32_t)(cv->nthreads - 1);
+	cv->st->threads++;
+	*out = th;
+	if ((ret = new_process(cv, th, time)) < 0 || (ret = emit_comm(cv, th, time)) < 0)
+		return ret;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- stacks */
+
+static uint64_t dur_ns(uint64_t a, uint64_t b, uint64_t freq)
+{
+	return to_ns(a > b ? a - b : b - a, freq);
+}
+
+static int push(struct conv *cv, struct thread *th, const struct pg_xr_record *r)
+{
+	if (!pg_grow((void **)&th->stack, &th->cap, th->depth + 1, sizeof(*th->stack)))
+		return pg_err(cv->diag, -ENOMEM, "out of memory (call stack of %zu frames)", th->depth);
+	th->stack[th->depth].id = r->func_id;
+	th->stack[th->depth].tsc = r->tsc;
+	th->depth++;
+	if (th->depth > cv->st->max_depth)
+		cv->st->max_depth = th->depth;
+	return 0;
+}
+
+/* Closes the frames above `keep` at tsc, as exits of their own whose
+ * records were lost (flags says why). */
+static int close_frames(struct conv *cv, struct thread *th, size_t keep, uint64_t tsc,
+			uint64_t freq, uint32_t flags, uint64_t time)
+{
+	int ret = 0;
+
+	while (th->depth > keep) {
+		const struct frame *f = &th->stack[th->depth - 1];
+
+		if (cv->events)
+			ret = ev_exit(cv, th, ATTR_EXIT, f->id, tsc, dur_ns(tsc, f->tsc, freq),
+				      th->depth - 1, flags, time);
+		th->depth--;
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+static int handle(struct conv *cv, uint32_t ti, const struct pg_xr_record *r, uint64_t ns)
+{
+	uint64_t freq = cv->in[ti].freq, time;
+	struct thread *th = NULL;
+	int ret;
+
+	if ((ret = samples_until(cv, ns)) < 0)
+		return ret;
+	time = out_time(cv, ns);
+	if ((ret = get_thread(cv, ti, r, &th, time)) < 0)
+		return ret;
+	if (r->kind != PG_XR_THREAD_END)
+		th->cpu = r->cpu;
+	if (cv->map && r->kind <= PG_XR_ENTER_ARG && !pg_xray_map_func(cv->map, r->func_id))
+		cv->st->unknown_ids++;
+	switch (r->kind) {
+	case PG_XR_ENTER:
+	case PG_XR_ENTER_ARG:
+		if (cv->events && (ret = ev_entry(cv, th, r, time)) < 0)
+			return ret;
+		for (uint32_t i = 0; cv->events && i < r->nargs; i++)
+			if ((ret = ev_arg(cv, th, r->func_id, i, r->args[i], time)) < 0)
+				return ret;
+		if ((ret = push(cv, th, r)) < 0)
+			return ret;
+		break;
+	case PG_XR_EXIT:
+	case PG_XR_TAIL_EXIT: {
+		size_t k = th->depth;
+
+		while (k > 0 && th->stack[k - 1].id != r->func_id)
+			k--;
+		if (k == 0) {
+			/* the trace began inside this call */
+			cv->st->exits_without_entry++;
+			if (cv->events)
+				ret = ev_exit(cv, th, r->kind == PG_XR_TAIL_EXIT ? ATTR_TAIL : ATTR_EXIT,
+					      r->func_id, r->tsc, 0, th->depth,
+					      PG_XRAY_EXIT_NO_ENTRY, time);
+			if (ret < 0)
+				return ret;
+			break;
+		}
+		cv->st->inferred_exits += th->depth - k;
+		if ((ret = close_frames(cv, th, k, r->tsc, freq, PG_XRAY_EXIT_INFERRED, time)) < 0)
+			return ret;
+		if (cv->events)
+			ret = ev_exit(cv, th, r->kind == PG_XR_TAIL_EXIT ? ATTR_TAIL : ATTR_EXIT,
+				      r->func_id, r->tsc, dur_ns(r->tsc, th->stack[k - 1].tsc, freq),
+				      k - 1, 0, time);
+		th->depth = k - 1;
+		if (ret < 0)
+			return ret;
+		break;
+	}
+	case PG_XR_CUSTOM:
+	case PG_XR_TYPED:
+		if (cv->events && (ret = ev_payload(cv, th, r, time)) < 0)
+			return ret;
+		break;
+	case PG_XR_THREAD_END:
+		/* entries never exited: still running when the trace stopped */
+		cv->st->unfinished += th->depth;
+		if ((ret = close_frames(cv, th, 0, r->tsc, freq, PG_XRAY_EXIT_UNFINISHED, time)) < 0)
+			return ret;
+		break;
+	default:
+		break;
+	}
+	set_next_sample(cv, th, ns);
+	return 0;
+}
+
+/* ------------------------------------------------------------ the header */
+
+static void attr_raw(uint8_t raw[128], uint32_t type, uint64_t config, uint64_t period,
+		     uint64_t sample_type)
+{
+	struct pg_buf b = { 0 };
+	uint64_t flags = 1ull << 5 | 1ull << 6 | 1ull << 18;	/* exclude_kernel/hv, sample_id_all */
+
+	if (type != 2)
+		flags |= 1ull << 8 | 1ull << 9 | 1ull << 23;	/* mmap, comm, mmap2 */
+	pg_buf_u32(&b, type);
+	pg_buf_u32(&b, 128);
+	pg_buf_u64(&b, config);
+	pg_buf_u64(&b, period);
+	pg_buf_u64(&b, sample_type);
+	pg_buf_u64(&b, 0);
+	pg_buf_u64(&b, flags);
+	while (b.len < 128)
+		pg_buf_u8(&b, 0);
+	memcpy(raw, b.p, 128);
+	pg_buf_free(&b);
+}
+
+static void perf_str(struct pg_buf *b, const char *s)
+{
+	size_t n = pg_align(strlen(s) + 1, 64);
+	pg_buf_u32(b, (uint32_t)n);
+	if (pg_buf_reserve(b, n)) {
+		memset(b->p + b->len, 0, n);
+		memcpy(b->p + b->len, s, strlen(s));
+		b->len += n;
+	}
+}
+
+static const char *arch_name(uint16_t m)
+{
+	switch (m) {
+	case 3: return "x86";
+	case 62: return "x86_64";
+	case 40: return "arm";
+	case 183: return "arm64";
+	case 8: return "mips";
+	case 21: return "powerpc";
+	case 243: return "riscv";
+	default: return "unknown";
+	}
+}
+
+static int write_header(struct conv *cv)
+{
+	static const uint64_t st_time = PG_SAMPLE_IDENTIFIER | PG_SAMPLE_IP | PG_SAMPLE_TID |
+					PG_SAMPLE_TIME | PG_SAMPLE_CPU | (1u << 8) /* PERIOD */ |
+					(1u << 5) /* CALLCHAIN */;
+	static const uint64_t st_tp = PG_SAMPLE_IDENTIFIER | PG_SAMPLE_IP | PG_SAMPLE_TID |
+				      PG_SAMPLE_TIME | PG_SAMPLE_CPU | (1u << 8) | (1u << 10) /* RAW */;
+	uint8_t raws[NATTRS][128];
+	struct pg_buf b = { 0 };
+	int n = cv->events ? NATTRS : 1, ret = 0;
+	const char *arch = arch_name(cv->bin ? cv->bin->e_machine : 62);
+
+	for (int i = 0; i < n; i++) {
+		uint64_t id = (uint64_t)i + 1;
+
+		if (i == ATTR_TIME)
+			attr_raw(raws[i], 1 /* SOFTWARE */, 0 /* cpu-clock */, cv->period, st_time);
+		else
+			attr_raw(raws[i], 2 /* TRACEPOINT */, tp_ids[i], 1, st_tp);
+		if ((ret = pg_pdw_add_attr(cv->w, raws[i], 128, &id, 1)) < 0)
+			return ret;
+	}
+	/* the strings perf data convert and perf report --header expect */
+	struct { unsigned bit; const char *s; } strs[] = {
+		{ 3, "unknown (converted by perfgraft xray)" }, { 4, "unknown" },
+		{ 5, "perfgraft " PG_VERSION }, { 6, arch }, { 8, "unknown" }, { 9, "unknown" },
+	};
+	for (size_t i = 0; !ret && i < sizeof(strs) / sizeof(strs[0]); i++) {
+		b.len = 0;
+		perf_str(&b, strs[i].s);
+		ret = b.oom ? -ENOMEM : pg_pdw_add_feature(cv->w, strs[i].bit, b.p, b.len);
+	}
+	if (!ret) {	/* EVENT_DESC: the names */
+		b.len = 0;
+		pg_buf_u32(&b, (uint32_t)n);
+		pg_buf_u32(&b, 128);
+		for (int i = 0; i < n; i++) {
+			pg_buf_add(&b, raws[i], 128);
+			pg_buf_u32(&b, 1);
+			perf_str(&b, attr_names[i]);
+			pg_buf_u64(&b, (uint64_t)i + 1);
+		}
+		ret = b.oom ? -ENOMEM : pg_pdw_add_feature(cv->w, PG_FEAT_EVENT_DESC, b.p, b.len);
+	}
+	if (!ret && cv->events) {	/* last: pipe mode sends it after the features */
+		b.len = 0;
+		pg_xray_tracing_data(&b);
+		ret = b.oom ? -ENOMEM : pg_pdw_add_feature(cv->w, PG_FEAT_TRACING_DATA, b.p, b.len);
+	}
+	pg_buf_free(&b);
+	if (ret == -ENOMEM)
+		return pg_err(cv->diag, ret, "out of memory");
+	if (!ret && cv->bin && cv->bin->build_id_size)
+		ret = pg_pdw_build_id(cv->w, -1, MISC_USER, cv->bin->build_id,
+				      cv->bin->build_id_size, cv->bin->path);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ main */
+
+static int next_in(struct conv *cv, size_t i)
+{
+	struct trace_in *in = &cv->in[i];
+	int ret = pg_xray_next(in->t, &in->la);
+
+	if (ret < 0)
+		return ret;
+	in->have = ret > 0;
+	if (in->have)
+		in->la_ns = to_ns(in->la.tsc, in->freq);
+	return 0;
+}
+
+static int run(struct conv *cv)
+{
+	const struct pg_xray_opts *o = cv->o;
+	int ret;
+
+	for (size_t i = 0; i < o->ntraces; i++) {
+		struct trace_in *in = &cv->in[i];
+
+		in->path = o->traces[i];
+		if ((ret = pg_xray_open(in->path, 0, cv->diag, &in->t)) < 0)
+			return ret;
+		cv->nin++;
+		in->freq = pg_xray_header(in->t)->cycle_frequency;
+		if (!in->freq && !cv->warned_freq) {
+			pg_warn(cv->diag, "%s: cycle frequency 0: times are raw ticks, taken as ns",
+				in->path);
+			cv->warned_freq = true;
+		}
+		if ((ret = next_in(cv, i)) < 0)
+			return ret;
+	}
+	if ((ret = write_header(cv)) < 0)
+		return ret;
+	for (;;) {
+		size_t best = SIZE_MAX;
+
+		for (size_t i = 0; i < cv->nin; i++)
+			if (cv->in[i].have && (best == SIZE_MAX || cv->in[i].la_ns < cv->in[best].la_ns))
+				best = i;
+		if (best == SIZE_MAX)
+			break;
+		if (!cv->st->first_ns)
+			cv->st->first_ns = cv->in[best].la_ns;
+		cv->st->last_ns = cv->in[best].la_ns;
+		if ((ret = handle(cv, (uint32_t)best, &cv->in[best].la, cv->in[best].la_ns)) < 0 ||
+		    (ret = next_in(cv, best)) < 0)
+			return ret;
+	}
+	/* every stack was closed by its THREAD_END: nothing left to sample */
+	for (size_t i = 0; i < cv->nin; i++) {
+		struct pg_xray_stats s;
+
+		pg_xray_stats(cv->in[i].t, &s);
+		cv->st->trace.buffers += s.buffers;
+		cv->st->trace.records += s.records;
+		cv->st->trace.enters += s.enters;
+		cv->st->trace.exits += s.exits;
+		cv->st->trace.tail_exits += s.tail_exits;
+		cv->st->trace.args += s.args;
+		cv->st->trace.custom += s.custom;
+		cv->st->trace.typed += s.typed;
+		cv->st->trace.threads += s.threads;
+		cv->st->trace.damaged_buffers += s.damaged_buffers;
+		cv->st->trace.truncated_bytes += s.truncated_bytes;
+		cv->st->trace.orphan_args += s.orphan_args;
+	}
+	{
+		uint8_t fr[8] = { PG_PERF_RECORD_FINISHED_ROUND, 0, 0, 0, 0, 0, 8, 0 };
+
+		ret = pg_pdw_write(cv->w, fr, sizeof(fr), NULL, 0);
+	}
+	return ret;
+}
+
+int pg_xray_convert(const struct pg_xray_opts *o, struct pg_diag *diag,
+		    struct pg_xray_convert_stats *st)
+{
+	struct conv cv = { .o = o, .diag = diag, .st = st };
+	struct pg_pdw_opts wo = { .pipe = o->pipe };
+	uint64_t freq = o->frequency ? o->frequency : PG_XRAY_DEFAULT_FREQUENCY;
+	int ret;
+
+	memset(st, 0, sizeof(*st));
+	if (!o->ntraces)
+		return pg_err(diag, -EINVAL, "no trace to convert");
+	if (freq > 1000000000ull)
+		return pg_err(diag, -EINVAL, "sampling frequency %llu Hz is above 1 GHz: the period would be under 1 ns",
+			      (unsigned long long)freq);
+	if (o->no_events && o->no_samples)
+		return pg_err(diag, -EINVAL, "nothing to write: both samples and events are off");
+	cv.period = 1000000000ull / freq;
+	cv.events = !o->no_events;
+	cv.samples = !o->no_samples;
+	cv.in = calloc(o->ntraces, sizeof(*cv.in));
+	if (!cv.in)
+		return pg_err(diag, -ENOMEM, "out of memory");
+	snprintf(cv.comm, sizeof(cv.comm), "xray");
+	if (o->binary) {
+		const char *slash;
+
+		if ((ret = pg_xray_map_open(o->binary, diag, &cv.map)) < 0)
+			goto out;
+		cv.bin = pg_xray_map_binary(cv.map);
+		cv.base = cv.bin->pie ? PIE_BASE : 0;
+		if (stat(cv.bin->path, &cv.bin_st) < 0)
+			memset(&cv.bin_st, 0, sizeof(cv.bin_st));
+		slash = strrchr(cv.bin->path, '/');
+		snprintf(cv.comm, sizeof(cv.comm), "%s", slash ? slash + 1 : cv.bin->path);
+	}
+	if ((ret = pg_pdw_open(o->output, &wo, diag, &cv.w)) < 0)
+		goto out;
+	ret = run(&cv);
+	if (ret < 0) {
+		pg_pdw_abort(cv.w);
+	} else {
+		st->out_bytes = pg_pdw_bytes(cv.w);
+		ret = pg_pdw_close(cv.w);
+	}
+out:
+	for (size_t i = 0; i < cv.nin; i++)
+		pg_xray_close(cv.in[i].t);
+	free(cv.in);
+	for (size_t i = 0; i < cv.nthreads; i++)
+		free(cv.threads[i].stack);
+	free(cv.threads);
+	free(cv.slots);
+	free(cv.heap);
+	free(cv.pids);
+	pg_buf_free(&cv.rec);
+	pg_xray_map_close(cv.map);
+	return ret;
+}
