@@ -153,7 +153,13 @@ struct pg_xray_opts {
 	uint64_t frequency;		/* samples per second of trace time; 0: default */
 	bool no_events;			/* samples only, no xray:* events */
 	bool no_samples;		/* events only */
+	/* a stretch longer than this in which no thread records anything is
+	 * left unsampled (a corrupt or wrapped timestamp, or a long pause);
+	 * 0: PG_XRAY_DEFAULT_MAX_GAP_NS */
+	uint64_t max_gap_ns;
 };
+
+#define PG_XRAY_DEFAULT_MAX_GAP_NS 60000000000ull
 
 #define PG_XRAY_DEFAULT_FREQUENCY 100000
 
@@ -180,6 +186,7 @@ struct pg_xray_convert_stats {
 	uint64_t inferred_exits;	/* frames closed by an outer exit */
 	uint64_t unknown_ids;		/* records whose ID is not in the map */
 	uint64_t max_depth;
+	uint64_t gaps;			/* unsampled stretches (max_gap_ns) */
 	uint64_t out_bytes;
 	uint64_t first_ns, last_ns;
 };

@@ -10,7 +10,7 @@
 static void do_help(FILE *f)
 {
 	fprintf(f, "usage: perfgraft xray TRACE... [-b BIN] [-o perf.data] [-F HZ] [--no-events]\n"
-		   "                      [--no-samples] [--pipe] [-q] [-v]\n"
+		   "                      [--no-samples] [--max-gap SEC] [--pipe] [-q] [-v]\n"
 		   "       perfgraft xray --functions -b BIN\n\n"
 		   "Converts LLVM XRay traces (FDR 1-5, basic mode 1-3) of one binary into a\n"
 		   "perf.data: a time-weighted sample stream with call chains (perf report's\n"
@@ -20,6 +20,8 @@ static void do_help(FILE *f)
 		   "                        lines and addresses (without it: IDs only)\n"
 		   "  -o, --output FILE     perf.data to write, - for a pipe (default: perf.data)\n"
 		   "  -F, --frequency HZ    samples per second of trace time (default: %d)\n"
+		   "  --max-gap SEC         leave unsampled any stretch longer than SEC in which\n"
+		   "                        no thread records anything (default: 60)\n"
 		   "  --no-events           samples only, no xray:* events\n"
 		   "  --no-samples          events only\n"
 		   "  --pipe                write pipe-mode perf.data into the file\n"
@@ -63,7 +65,7 @@ static int list_functions(const char *bin, struct cli_warnings *w)
 
 int cmd_xray(int argc, char **argv)
 {
-	enum { OPT_NO_EVENTS = 256, OPT_NO_SAMPLES, OPT_PIPE, OPT_FUNCTIONS };
+	enum { OPT_NO_EVENTS = 256, OPT_NO_SAMPLES, OPT_PIPE, OPT_FUNCTIONS, OPT_MAX_GAP };
 	static const struct option opts[] = {
 		{ "binary", required_argument, NULL, 'b' },
 		{ "output", required_argument, NULL, 'o' },
@@ -71,6 +73,7 @@ int cmd_xray(int argc, char **argv)
 		{ "no-events", no_argument, NULL, OPT_NO_EVENTS },
 		{ "no-samples", no_argument, NULL, OPT_NO_SAMPLES },
 		{ "pipe", no_argument, NULL, OPT_PIPE },
+		{ "max-gap", required_argument, NULL, OPT_MAX_GAP },
 		{ "functions", no_argument, NULL, OPT_FUNCTIONS },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -100,6 +103,18 @@ int cmd_xray(int argc, char **argv)
 		case OPT_NO_EVENTS: xo.no_events = true; break;
 		case OPT_NO_SAMPLES: xo.no_samples = true; break;
 		case OPT_PIPE: xo.pipe = true; break;
+		case OPT_MAX_GAP: {
+			double sec = strtod(optarg, &end);
+
+			if (*end || !*optarg || !(sec > 0) || sec > 1e9) {
+				cli_error("--max-gap takes a positive number of seconds, not '%s'", optarg);
+				return EXIT_USAGE;
+			}
+			xo.max_gap_ns = (uint64_t)(sec * 1e9);
+			if (!xo.max_gap_ns)
+				xo.max_gap_ns = 1;
+			break;
+		}
 		case OPT_FUNCTIONS: functions = true; break;
 		case 'q': quiet = true; break;
 		case 'v': w.verbose++; break;
@@ -139,14 +154,15 @@ int cmd_xray(int argc, char **argv)
 			(unsigned long long)st.events, xo.output, st.out_bytes / 1e6,
 			now_seconds() - t0);
 		if (st.exits_without_entry || st.unfinished || st.inferred_exits || st.unknown_ids ||
-		    st.trace.damaged_buffers || st.trace.truncated_bytes)
-			fprintf(stderr, "perfgraft: xray: recovered: %llu exits without entry (trace began mid-call), %llu entries never exited (closed at the thread's last time), %llu frames closed by an outer exit, %llu records with IDs not in the binary, %llu damaged buffers, %llu bytes cut off\n",
+		    st.trace.damaged_buffers || st.trace.truncated_bytes || st.gaps)
+			fprintf(stderr, "perfgraft: xray: recovered: %llu exits without entry (trace began mid-call), %llu entries never exited (closed at the thread's last time), %llu frames closed by an outer exit, %llu records with IDs not in the binary, %llu damaged buffers, %llu bytes cut off, %llu unsampled gaps\n",
 				(unsigned long long)st.exits_without_entry,
 				(unsigned long long)st.unfinished,
 				(unsigned long long)st.inferred_exits,
 				(unsigned long long)st.unknown_ids,
 				(unsigned long long)st.trace.damaged_buffers,
-				(unsigned long long)st.trace.truncated_bytes);
+				(unsigned long long)st.trace.truncated_bytes,
+				(unsigned long long)st.gaps);
 	}
 	return 0;
 }

@@ -75,6 +75,8 @@ struct conv {
 	const struct pg_xray_binary *bin;
 	uint64_t base;		/* load address added to link-time addresses */
 	uint64_t period;	/* ns */
+	uint64_t max_gap;	/* ns */
+	uint64_t last_in;	/* time of the previous record, ns */
 	bool events, samples;
 	char comm[16];
 	struct stat bin_st;
@@ -395,6 +397,27 @@ static void set_next_sample(struct conv *cv, struct thread *th, uint64_t now)
 	h_fix(cv, th->hpos);
 }
 
+/* Nothing happened for longer than max_gap: a corrupt timestamp or a long
+ * pause.  Open stacks are not sampled across it; sampling resumes on the
+ * grid after it. */
+static void skip_gap(struct conv *cv, uint32_t ti, const struct pg_xr_record *r, uint64_t now)
+{
+	uint64_t resume = now / cv->period * cv->period + (now % cv->period ? cv->period : 0);
+
+	cv->st->gaps++;
+	pg_warn(cv->diag, "%s: offset %llu: no thread recorded anything for %.3f s before this record (tid %u); the stretch is not sampled (--max-gap)",
+		cv->in[ti].path, (unsigned long long)r->offset, (now - cv->last_in) / 1e9, r->tid);
+	for (size_t i = 0; i < cv->nheap; i++) {
+		struct thread *th = &cv->threads[cv->heap[i]];
+
+		if (th->next_sample != UINT64_MAX && th->next_sample < resume)
+			th->next_sample = resume;
+	}
+	for (size_t i = cv->nheap / 2 + 1; i-- > 0;)	/* keys moved: rebuild */
+		if (i < cv->nheap)
+			h_fix(cv, i);
+}
+
 /* -------------------------------------------------------------- threads */
 
 static int mmap_binary(struct conv *cv, struct thread *th, uint64_t time)
@@ -548,6 +571,9 @@ static int handle(struct conv *cv, uint32_t ti, const struct pg_xr_record *r, ui
 	struct thread *th = NULL;
 	int ret;
 
+	if (cv->last_in && ns > cv->last_in && ns - cv->last_in > cv->max_gap)
+		skip_gap(cv, ti, r, ns);
+	cv->last_in = ns;
 	if ((ret = samples_until(cv, ns)) < 0)
 		return ret;
 	time = out_time(cv, ns);
@@ -817,6 +843,7 @@ int pg_xray_convert(const struct pg_xray_opts *o, struct pg_diag *diag,
 	if (o->no_events && o->no_samples)
 		return pg_err(diag, -EINVAL, "nothing to write: both samples and events are off");
 	cv.period = 1000000000ull / freq;
+	cv.max_gap = o->max_gap_ns ? o->max_gap_ns : PG_XRAY_DEFAULT_MAX_GAP_NS;
 	cv.events = !o->no_events;
 	cv.samples = !o->no_samples;
 	cv.in = calloc(o->ntraces, sizeof(*cv.in));

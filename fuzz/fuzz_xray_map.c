@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/* libFuzzer harness for the XRay instrumentation-map reader: an ELF file
+ * (libelf parses the container; this exercises our reading of
+ * xray_instr_map, the sled address arithmetic, RELA addends, .symtab
+ * lookups, demangling and the libdw line lookups), then every function it
+ * reports is read back in full. */
+#include <stdint.h>
+#include <string.h>
+
+#include <perfgraft/xray.h>
+
+static volatile uint64_t sink;
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct pg_diag diag = { 0 };
+	pg_xray_map *m;
+
+	if (pg_xray_map_open_mem(data, size, "fuzz", &diag, &m) < 0)
+		return 0;
+	for (size_t i = 0; i <= pg_xray_map_count(m) + 1; i++) {
+		const struct pg_xray_func *f = pg_xray_map_func(m, (uint32_t)i);
+
+		if (!f)
+			continue;
+		sink += f->addr + f->size + strlen(f->name) + f->line + f->column;
+		if (f->file)
+			sink += strlen(f->file);
+		if (f->linkage_name)
+			sink += strlen(f->linkage_name);
+	}
+	sink += pg_xray_map_binary(m)->text_size;
+	pg_xray_map_close(m);
+	return 0;
+}

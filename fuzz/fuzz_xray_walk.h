@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/* What the XRay trace harnesses do with an input, once its header has been
+ * forced to the mode under test:
+ *  1. walk it in file order and in time order, reading every payload byte,
+ *     so ASan sees any length that escapes the input;
+ *  2. convert it (as a file in the scratch directory) into perf.data in
+ *     both file and pipe mode, which runs the stack recovery and the
+ *     record encoders on whatever the reader let through. */
+#ifndef PG_FUZZ_XRAY_WALK_H
+#define PG_FUZZ_XRAY_WALK_H
+
+#include <fcntl.h>
+#include <stdint.h>
+
+#include <perfgraft/xray.h>
+#include "fuzz_tmpdir.h"
+
+static volatile uint64_t xray_sink;
+
+static void xray_walk(const uint8_t *data, size_t size, unsigned flags)
+{
+	struct pg_diag diag = { 0 };
+	struct pg_xr_record r;
+	pg_xray *t;
+
+	if (pg_xray_open_mem(data, size, "fuzz", flags, &diag, &t) < 0)
+		return;
+	while (pg_xray_next(t, &r) > 0) {
+		uint64_t sum = r.tsc + r.func_id + r.nargs;
+
+		for (uint32_t i = 0; i < r.payload_size; i++)
+			sum += r.payload[i];
+		for (uint32_t i = 0; i < r.nargs; i++)
+			sum += r.args[i];
+		xray_sink += sum;
+	}
+	pg_xray_close(t);
+}
+
+static int xray_fuzz_one(const uint8_t *data, size_t size)
+{
+	static int have_dir = -1;
+	char in[sizeof(fuzz_tmpdir) + 16], out[sizeof(fuzz_tmpdir) + 16];
+	const char *traces[1] = { in };
+	struct pg_xray_convert_stats st;
+	struct pg_diag diag = { 0 };
+	int fd;
+
+	xray_walk(data, size, PG_XRAY_FILE_ORDER);
+	xray_walk(data, size, 0);
+	if (have_dir < 0)
+		have_dir = fuzz_tmpdir_make("fuzz_xray", "conversion not exercised") == 0;
+	if (!have_dir)
+		return 0;
+	snprintf(in, sizeof(in), "%s/t", fuzz_tmpdir);
+	snprintf(out, sizeof(out), "%s/o", fuzz_tmpdir);
+	fd = open(in, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		return 0;
+	if (write(fd, data, size) != (ssize_t)size) {
+		close(fd);
+		return 0;
+	}
+	close(fd);
+	for (int pipe = 0; pipe < 2; pipe++) {
+		struct pg_xray_opts o = {
+			.traces = traces, .ntraces = 1, .output = out, .pipe = pipe,
+			.frequency = 100000,	/* 10 us: samples from short traces */
+			.max_gap_ns = 100000,	/* ...but at most 10 per gap */
+		};
+
+		(void)pg_xray_convert(&o, &diag, &st);
+	}
+	fuzz_tmpdir_sweep();
+	return 0;
+}
+
+#endif
