@@ -65,8 +65,8 @@ static int xray_fuzz_one(const uint8_t *data, size_t size)
 	for (int pipe = 0; pipe < 2; pipe++) {
 		struct pg_xray_opts o = {
 			.traces = traces, .ntraces = 1, .output = out, .pipe = pipe,
-			.frequency = 100000,	/* 10 us: samples from short traces */
-			.max_gap_ns = 100000,	/* ...but at most 10 per gap */
+			.frequency = 10000,	/* 100 us grid */
+			.max_gap_ns = 100000,	/* at most one sample per thread and gap */
 		};
 
 		(void)pg_xray_convert(&o, &diag, &st);

@@ -77,6 +77,7 @@ struct conv {
 	uint64_t period;	/* ns */
 	uint64_t max_gap;	/* ns */
 	uint64_t last_in;	/* time of the previous record, ns */
+	bool have_last_in;
 	bool events, samples;
 	char comm[16];
 	struct stat bin_st;
@@ -377,10 +378,21 @@ static int samples_until(struct conv *cv, uint64_t now)
 			return 0;
 		if ((ret = emit_sample(cv, th, out_time(cv, t))) < 0)
 			return ret;
-		th->next_sample = t + cv->period;
+		/* the grid ends where time does (a corrupt timestamp near 2^64) */
+		th->next_sample = t < UINT64_MAX - cv->period ? t + cv->period : UINT64_MAX;
 		h_fix(cv, 0);
 	}
 	return 0;
+}
+
+/* The first grid point at or after now; UINT64_MAX past the last one. */
+static uint64_t grid_at(const struct conv *cv, uint64_t now)
+{
+	uint64_t g = now / cv->period * cv->period;
+
+	if (g == now)
+		return now;
+	return g < UINT64_MAX - cv->period ? g + cv->period : UINT64_MAX;
 }
 
 static void set_next_sample(struct conv *cv, struct thread *th, uint64_t now)
@@ -390,8 +402,7 @@ static void set_next_sample(struct conv *cv, struct thread *th, uint64_t now)
 	if (!th->depth)
 		th->next_sample = UINT64_MAX;
 	else if (th->next_sample == UINT64_MAX)	/* first grid point from now */
-		th->next_sample = now / cv->period * cv->period +
-				  (now % cv->period ? cv->period : 0);
+		th->next_sample = grid_at(cv, now);
 	else
 		return;
 	h_fix(cv, th->hpos);
@@ -402,7 +413,7 @@ static void set_next_sample(struct conv *cv, struct thread *th, uint64_t now)
  * grid after it. */
 static void skip_gap(struct conv *cv, uint32_t ti, const struct pg_xr_record *r, uint64_t now)
 {
-	uint64_t resume = now / cv->period * cv->period + (now % cv->period ? cv->period : 0);
+	uint64_t resume = grid_at(cv, now);
 
 	cv->st->gaps++;
 	pg_warn(cv->diag, "%s: offset %llu: no thread recorded anything for %.3f s before this record (tid %u); the stretch is not sampled (--max-gap)",
@@ -571,9 +582,10 @@ static int handle(struct conv *cv, uint32_t ti, const struct pg_xr_record *r, ui
 	struct thread *th = NULL;
 	int ret;
 
-	if (cv->last_in && ns > cv->last_in && ns - cv->last_in > cv->max_gap)
+	if (cv->have_last_in && ns > cv->last_in && ns - cv->last_in > cv->max_gap)
 		skip_gap(cv, ti, r, ns);
 	cv->last_in = ns;
+	cv->have_last_in = true;
 	if ((ret = samples_until(cv, ns)) < 0)
 		return ret;
 	time = out_time(cv, ns);

@@ -54,6 +54,7 @@ struct cursor {
 	uint64_t tsc;
 	bool body;		/* a function or event record was decoded */
 	bool eob;		/* v1 EndOfBuffer or filler reached */
+	bool after_entry;	/* the previous record was an entry or argument */
 	uint16_t cpu;
 	uint32_t pid, tid;
 	bool truncated;
@@ -124,16 +125,20 @@ static uint64_t rd64(const pg_xray *t, uint64_t off)
 	return t->be ? bswap_64(v) : v;
 }
 
-/* Metadata or function record?  LE bit-fields put the discriminant in
- * bit 0 of the first byte; BE ones in bit 7 (XRayFDRFormat.rst). */
+/* Metadata or function record?  Bit 0 of the first byte, in both byte
+ * orders: big-endian traces are read as llvm-xray reads them, with the
+ * little-endian bit-fields and every multi-byte field swapped.  (The
+ * format document's big-endian bit order has no producer and no reader.) */
 static bool is_metadata(const pg_xray *t, uint8_t b)
 {
-	return t->be ? (b & 0x80) : (b & 1);
+	(void)t;
+	return b & 1;
 }
 
 static unsigned md_kind(const pg_xray *t, uint8_t b)
 {
-	return t->be ? (b & 0x7f) : (b >> 1);
+	(void)t;
+	return b >> 1;
 }
 
 const char *pg_xray_kind_name(enum pg_xr_kind k)
@@ -470,13 +475,8 @@ static int fdr_next(pg_xray *t, struct cursor *c, struct pg_xr_record *r, bool a
 				c->eob = true;
 				break;
 			}
-			if (t->be) {
-				action = (w >> 28) & 7;
-				r->func_id = w & 0x0fffffff;
-			} else {
-				action = (w >> 1) & 7;
-				r->func_id = w >> 4;
-			}
+			action = (w >> 1) & 7;
+			r->func_id = w >> 4;
 			if (action > 3) {
 				pg_warn(t->diag, "%s: offset %llu: invalid function record action %u; rest of the buffer skipped",
 					t->name, (unsigned long long)p, action);
@@ -552,7 +552,7 @@ static int fdr_next(pg_xray *t, struct cursor *c, struct pg_xr_record *r, bool a
 		case MD_CALL_ARG:
 			r->kind = PG_XR_CALL_ARG;
 			r->value = rd64(t, p + 1);
-			if (!all) {
+			if (!all || !c->after_entry) {
 				t->st.orphan_args++;
 				pg_warn(t->diag, "%s: offset %llu: CallArgument with no function entry before it; ignored",
 					t->name, (unsigned long long)p);
@@ -646,19 +646,20 @@ static int basic_next(pg_xray *t, struct cursor *c, struct pg_xr_record *r, bool
 		r->size = BASIC_REC;
 		c->pos = p + BASIC_REC;
 		if (type == 1) {
-			if (all) {
-				r->kind = PG_XR_CALL_ARG;
-				r->func_id = rd32(t, p + 4);
-				r->tid = rd32(t, p + 8);
-				r->pid = v >= 3 ? rd32(t, p + 12) : r->tid;
-				r->value = rd64(t, p + 16);
-				return 1;
+			if (!all || !c->after_entry) {
+				/* the depth limit can drop an entry but keep its payload */
+				t->st.orphan_args++;
+				pg_warn(t->diag, "%s: offset %llu: argument record with no matching entry before it; ignored",
+					t->name, (unsigned long long)p);
 			}
-			/* the depth limit can drop an entry but keep its payload */
-			t->st.orphan_args++;
-			pg_warn(t->diag, "%s: offset %llu: argument record with no matching entry before it; ignored",
-				t->name, (unsigned long long)p);
-			continue;
+			if (!all)
+				continue;
+			r->kind = PG_XR_CALL_ARG;
+			r->func_id = rd32(t, p + 4);
+			r->tid = rd32(t, p + 8);
+			r->pid = v >= 3 ? rd32(t, p + 12) : r->tid;
+			r->value = rd64(t, p + 16);
+			return 1;
 		}
 		if (type != 0) {
 			pg_warn(t->diag, "%s: offset %llu: unknown record type %u; record skipped",
@@ -701,7 +702,12 @@ static int basic_next(pg_xray *t, struct cursor *c, struct pg_xr_record *r, bool
 
 static int seg_next(pg_xray *t, struct cursor *c, struct pg_xr_record *r, bool all)
 {
-	return t->hdr.type == PG_XRAY_FDR ? fdr_next(t, c, r, all) : basic_next(t, c, r, all);
+	int ret = t->hdr.type == PG_XRAY_FDR ? fdr_next(t, c, r, all) : basic_next(t, c, r, all);
+
+	if (ret > 0)
+		c->after_entry = r->kind == PG_XR_ENTER || r->kind == PG_XR_ENTER_ARG ||
+				 (r->kind == PG_XR_CALL_ARG && c->after_entry);
+	return ret;
 }
 
 /* ----------------------------------------------------------- file order */
@@ -715,8 +721,16 @@ static int file_order_next(pg_xray *t, struct pg_xr_record *r)
 			cursor_start(t, &t->fo, &t->segs[t->fo_seg++]);
 			t->fo_in_seg = true;
 		}
-		if (seg_next(t, &t->fo, r, true))
+		if (seg_next(t, &t->fo, r, true)) {
+			if (r->kind <= PG_XR_TYPED) {
+				struct thread_cur *th = &t->threads[t->segs[t->fo_seg - 1].thread];
+
+				if (!th->any)
+					t->st.threads++;
+				th->any = true;
+			}
 			return 1;
+		}
 		t->fo_in_seg = false;
 		if (t->fo.eob && t->fo.pos < t->fo.end) {
 			memset(r, 0, sizeof(*r));
@@ -753,8 +767,11 @@ static bool thread_advance(pg_xray *t, struct thread_cur *th)
 			if (!th->any)
 				t->st.threads++;
 			th->any = true;
-			/* the chain's time: old-style events carry their own */
-			th->last_tsc = th->c.tsc;
+			/* the chain's time, or an old-style event's own if later */
+			if (th->c.tsc > th->last_tsc)
+				th->last_tsc = th->c.tsc;
+			if (th->la.tsc > th->last_tsc)
+				th->last_tsc = th->la.tsc;
 			return true;
 		}
 		th->in_seg = false;
@@ -1000,8 +1017,6 @@ const struct pg_xr_header *pg_xray_header(const pg_xray *t)
 void pg_xray_stats(const pg_xray *t, struct pg_xray_stats *st)
 {
 	*st = t->st;
-	if (t->flags & PG_XRAY_FILE_ORDER)	/* the file walk counts no threads */
-		st->threads = t->nthreads;
 }
 
 void pg_xray_close(pg_xray *t)
