@@ -186,6 +186,26 @@ bool pg_xray_probe(const void *buf, size_t len)
 	return version_ok(ty, v);
 }
 
+/* A segment read to its end: give its pages back, so that resident memory
+ * stays at the buffers being read, not the file's size. */
+static void release(pg_xray *t, uint64_t off, uint64_t end)
+{
+	uint64_t lo = pg_align(off, 4096), hi = end & ~4095ull;
+
+	if (t->mapped && hi > lo)
+		madvise((void *)(t->base + lo), hi - lo, MADV_DONTNEED);
+}
+
+/* The index pass reads a little of every buffer; it hands the pages back
+ * as it goes so that the peak stays small too. */
+static void release_behind(pg_xray *t, uint64_t *done, uint64_t p)
+{
+	if (p - *done >= (8u << 20)) {
+		release(t, *done, p);
+		*done = p & ~4095ull;
+	}
+}
+
 /* ---------------------------------------------------------------- index */
 
 static int add_seg(pg_xray *t, const struct seg *s)
@@ -242,7 +262,7 @@ out:
 
 static int index_fdr(pg_xray *t)
 {
-	uint64_t p = HDR_SIZE, size = t->size;
+	uint64_t p = HDR_SIZE, size = t->size, done = 0;
 	struct seg s;
 	int ret;
 
@@ -258,6 +278,7 @@ static int index_fdr(pg_xray *t)
 			bs = size - HDR_SIZE;
 		}
 		for (; p < size; p += bs) {
+			release_behind(t, &done, p);
 			memset(&s, 0, sizeof(s));
 			s.off = p;
 			s.end = p + bs;
@@ -278,6 +299,7 @@ static int index_fdr(pg_xray *t)
 	while (p < size) {
 		uint64_t n;
 
+		release_behind(t, &done, p);
 		if (size - p < MD_SIZE) {
 			pg_warn(t->diag, "%s: offset %llu: %llu bytes are too short for a BufferExtents record (truncated tail)",
 				t->name, (unsigned long long)p, (unsigned long long)(size - p));
@@ -327,7 +349,7 @@ static int index_fdr(pg_xray *t)
 
 static int index_basic(pg_xray *t)
 {
-	uint64_t p = HDR_SIZE, size = t->size;
+	uint64_t p = HDR_SIZE, size = t->size, done = 0;
 	uint64_t whole = HDR_SIZE + (size - HDR_SIZE) / BASIC_REC * BASIC_REC;
 	struct seg s = { 0 };
 	bool open = false;
@@ -342,6 +364,7 @@ static int index_basic(pg_xray *t)
 		uint16_t type = rd16(t, p);
 		uint32_t tid, pid;
 
+		release_behind(t, &done, p);
 		if (type != 0)	/* payloads and damage stay with their chunk */
 			continue;
 		tid = rd32(t, p + 16);
@@ -732,6 +755,7 @@ static int file_order_next(pg_xray *t, struct pg_xr_record *r)
 			return 1;
 		}
 		t->fo_in_seg = false;
+		release(t, t->fo.start, t->fo.end);
 		if (t->fo.eob && t->fo.pos < t->fo.end) {
 			memset(r, 0, sizeof(*r));
 			r->kind = PG_XR_SKIPPED;
@@ -775,6 +799,7 @@ static bool thread_advance(pg_xray *t, struct thread_cur *th)
 			return true;
 		}
 		th->in_seg = false;
+		release(t, th->c.start, th->c.end);
 	}
 }
 
@@ -947,6 +972,8 @@ static int open_common(pg_xray *t, const char *name, unsigned flags, struct pg_d
 	ret = h->type == PG_XRAY_FDR ? index_fdr(t) : index_basic(t);
 	if (ret >= 0)
 		ret = assign_threads(t);
+	/* the index touched every buffer's first page (and its neighbours) */
+	release(t, 0, t->size);
 	if (ret < 0)
 		goto fail;
 	*out = t;
