@@ -28,6 +28,7 @@ void out_escaped(FILE *f, const char *s);	/* C-style escapes for text output */
 bool utf8_valid(const char *s);
 void json_str(FILE *f, const char *s);		/* quoted JSON string (U+FFFD for bad bytes) */
 void json_hex(FILE *f, const char *s);		/* quoted hex of the raw bytes */
+void json_warnings_error(FILE *f, const struct cli_warnings *w, const char *err);
 double now_seconds(void);
 bool progress_due(double *next);
 

@@ -207,17 +207,8 @@ static int dump_jitdump(const char *path, bool json, struct cli_warnings *w)
 	}
 	pg_jitdump_stats(jd, &st);
 	if (json) {
-		printf("\n],\"warnings\":[");
-		for (size_t i = 0; i < w->n; i++) {
-			if (i)
-				printf(",");
-			json_str(stdout, w->list[i]);
-		}
-		printf("],\"warnings_omitted\":%lu,\"error\":", w->dropped);
-		if (ret < 0)
-			json_str(stdout, diag.err);
-		else
-			printf("null");
+		printf("\n],");
+		json_warnings_error(stdout, w, ret < 0 ? diag.err : NULL);
 		printf(",\"summary\":{\"records\":%llu,\"loads\":%llu,\"moves\":%llu,\"debug_infos\":%llu,\"unwinding_infos\":%llu,\"closes\":%llu,\"unknown\":%llu,\"lines\":%llu,\"damaged_names\":%llu,\"truncated_bytes\":%llu}}\n",
 		       (unsigned long long)st.records, (unsigned long long)st.loads,
 		       (unsigned long long)st.moves, (unsigned long long)st.debug_infos,

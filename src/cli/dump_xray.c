@@ -192,17 +192,8 @@ int dump_xray(const char *path, bool json, bool time_order, struct cli_warnings 
 	}
 	pg_xray_stats(t, &st);
 	if (json) {
-		printf("\n],\"warnings\":[");
-		for (size_t i = 0; i < w->n; i++) {
-			if (i)
-				printf(",");
-			json_str(stdout, w->list[i]);
-		}
-		printf("],\"warnings_omitted\":%lu,\"error\":", w->dropped);
-		if (ret < 0)
-			json_str(stdout, diag.err);
-		else
-			printf("null");
+		printf("\n],");
+		json_warnings_error(stdout, w, ret < 0 ? diag.err : NULL);
 		printf(",\"summary\":{\"buffers\":%llu,\"records\":%llu,\"enters\":%llu,\"exits\":%llu,\"tail_exits\":%llu,\"args\":%llu,\"custom\":%llu,\"typed\":%llu,\"threads\":%llu,\"damaged_buffers\":%llu,\"truncated_bytes\":%llu,\"orphan_args\":%llu}}\n",
 		       (unsigned long long)st.buffers, (unsigned long long)st.records,
 		       (unsigned long long)st.enters, (unsigned long long)st.exits,

@@ -222,3 +222,20 @@ bool progress_due(double *next)
 	*next = t + 0.25;
 	return true;
 }
+
+/* The tail every dump --json object shares: the warnings collected, how
+ * many were left out, and the error that stopped the walk (or null). */
+void json_warnings_error(FILE *f, const struct cli_warnings *w, const char *err)
+{
+	fprintf(f, "\"warnings\":[");
+	for (size_t i = 0; i < w->n; i++) {
+		if (i)
+			fprintf(f, ",");
+		json_str(f, w->list[i]);
+	}
+	fprintf(f, "],\"warnings_omitted\":%lu,\"error\":", w->dropped);
+	if (err)
+		json_str(f, err);
+	else
+		fprintf(f, "null");
+}

@@ -192,45 +192,21 @@ int pg_jitdump_open_mem(const void *buf, size_t len, const char *name,
 int pg_jitdump_open(const char *path, unsigned flags, struct pg_diag *diag,
 		    pg_jitdump **out)
 {
-	struct stat sb;
+	const uint8_t *map;
+	size_t size;
 	pg_jitdump *jd;
-	void *map = NULL;
-	int fd, e;
+	int ret;
 
 	*out = NULL;
-	/* O_NONBLOCK: a FIFO must not hang the open; it is refused below */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		e = errno;
-		return pg_err(diag, -e, "%s: %s", path, strerror(e));
-	}
-	if (fstat(fd, &sb) < 0) {
-		e = errno;
-		close(fd);
-		return pg_err(diag, -e, "%s: %s", path, strerror(e));
-	}
-	if (!S_ISREG(sb.st_mode)) {
-		close(fd);
-		return pg_err(diag, -EINVAL, "%s: not a regular file", path);
-	}
-	if (sb.st_size > 0) {
-		map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (map == MAP_FAILED) {
-			e = errno;
-			close(fd);
-			return pg_err(diag, -e, "%s: cannot map: %s", path, strerror(e));
-		}
-		madvise(map, (size_t)sb.st_size, MADV_SEQUENTIAL);
-	}
-	close(fd);
+	if ((ret = pg_map_file(path, true, diag, &map, &size)) < 0)
+		return ret;
 	jd = calloc(1, sizeof(*jd));
 	if (!jd) {
-		if (map)
-			munmap(map, (size_t)sb.st_size);
+		pg_unmap_file(map, size);
 		return pg_err(diag, -ENOMEM, "%s: out of memory", path);
 	}
 	jd->base = map;
-	jd->size = (size_t)sb.st_size;
+	jd->size = size;
 	jd->mapped = map != NULL;
 	return open_common(jd, path, flags, diag, out);
 }
@@ -240,7 +216,7 @@ void pg_jitdump_close(pg_jitdump *jd)
 	if (!jd)
 		return;
 	if (jd->mapped)
-		munmap((void *)jd->base, jd->size);
+		pg_unmap_file(jd->base, jd->size);
 	free(jd->lines);
 	free(jd->name);
 	free(jd);

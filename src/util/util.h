@@ -65,6 +65,11 @@ int pg_outfile_open(struct pg_outfile *f, int dirfd, const char *name,
 int pg_outfile_commit(struct pg_outfile *f, struct pg_diag *d);
 void pg_outfile_abort(struct pg_outfile *f);
 
+/* Maps a regular file read-only (*base NULL when it is empty). */
+int pg_map_file(const char *path, bool sequential, struct pg_diag *diag,
+		const uint8_t **base, size_t *size);
+void pg_unmap_file(const uint8_t *base, size_t size);
+
 static inline uint64_t pg_align(uint64_t v, uint64_t a)
 {
 	return (v + a - 1) & ~(a - 1);

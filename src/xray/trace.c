@@ -998,40 +998,21 @@ int pg_xray_open_mem(const void *buf, size_t len, const char *name, unsigned fla
 
 int pg_xray_open(const char *path, unsigned flags, struct pg_diag *diag, pg_xray **out)
 {
-	struct stat sb;
+	const uint8_t *map;
+	size_t size;
 	pg_xray *t;
-	void *map = NULL;
-	int fd, e;
+	int ret;
 
 	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		e = errno;
-		return pg_err(diag, -e, "%s: %s", path, strerror(e));
-	}
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-		e = S_ISREG(sb.st_mode) ? errno : EINVAL;
-		close(fd);
-		return pg_err(diag, -e, "%s: %s", path,
-			      e == EINVAL ? "not a regular file" : strerror(e));
-	}
-	if (sb.st_size > 0) {
-		map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (map == MAP_FAILED) {
-			e = errno;
-			close(fd);
-			return pg_err(diag, -e, "%s: cannot map: %s", path, strerror(e));
-		}
-	}
-	close(fd);
+	if ((ret = pg_map_file(path, false, diag, &map, &size)) < 0)
+		return ret;
 	t = calloc(1, sizeof(*t));
 	if (!t) {
-		if (map)
-			munmap(map, (size_t)sb.st_size);
+		pg_unmap_file(map, size);
 		return pg_err(diag, -ENOMEM, "%s: out of memory", path);
 	}
 	t->base = map;
-	t->size = (size_t)sb.st_size;
+	t->size = size;
 	t->mapped = map != NULL;
 	return open_common(t, path, flags, diag, out);
 }
@@ -1051,7 +1032,7 @@ void pg_xray_close(pg_xray *t)
 	if (!t)
 		return;
 	if (t->mapped)
-		munmap((void *)t->base, t->size);
+		pg_unmap_file(t->base, t->size);
 	free(t->segs);
 	free(t->threads);
 	free(t->seg_sorted);
