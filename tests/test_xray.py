@@ -412,6 +412,24 @@ class XrayRealTraces(unittest.TestCase):
         piped = [ln for ln in q.stdout.splitlines() if "xray:" in ln]
         self.assertEqual(len(piped), len(self.events("fdr-threads")))
 
+    def test_compressed_by_default_same_answers(self):
+        """File output is zstd-compressed as perf record -z writes it; -z 0
+        gives the same events uncompressed."""
+        data = self.data("fdr-threads")
+        plain, _ = self.convert("fdr-threads", "-z", "0", tag=".plain")
+        dumps = {}
+        for name, path in (("z", data), ("plain", plain)):
+            p = subprocess.run([PERFGRAFT, "dump", "--json", path], capture_output=True,
+                               text=True, timeout=300)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            dumps[name] = json.loads(p.stdout)
+        feats = lambda d: [f["name"] for f in d["features"]]
+        self.assertIn("COMPRESSED", feats(dumps["z"]))
+        self.assertNotIn("COMPRESSED", feats(dumps["plain"]))
+        self.assertTrue(all(r.get("compressed") for r in dumps["z"]["records"]))
+        self.assertLess(os.path.getsize(data), os.path.getsize(plain) / 3)
+        self.assertEqual(script_events(data, self.buildid), script_events(plain, self.buildid))
+
     def test_functions_match_llvm_xray_extract(self):
         """IDs and addresses of the instrumentation map, PIE and non-PIE."""
         cxx = shutil.which("clang++-14") or shutil.which("clang++")

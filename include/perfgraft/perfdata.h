@@ -144,6 +144,10 @@ uint64_t pg_pd_u64(const pg_perfdata *pd, const void *p);
 struct pg_pdw_opts {
 	bool pipe;		/* pipe-mode output (always for "-") */
 	bool big_endian;	/* byte order of everything written */
+	/* file mode: zstd level for the data section, written as
+	 * PERF_RECORD_COMPRESSED records with the COMPRESSED feature, as
+	 * perf record -z does (perf 6.1 cannot read them from a pipe); 0: off */
+	int compress_level;
 };
 
 typedef struct pg_pdw pg_pdw;

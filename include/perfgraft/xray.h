@@ -157,6 +157,8 @@ struct pg_xray_opts {
 	 * left unsampled (a corrupt or wrapped timestamp, or a long pause);
 	 * 0: PG_XRAY_DEFAULT_MAX_GAP_NS */
 	uint64_t max_gap_ns;
+	/* file output: zstd level of the data (perf record -z's format); 0: off */
+	int compress_level;
 };
 
 #define PG_XRAY_DEFAULT_MAX_GAP_NS 60000000000ull

@@ -10,7 +10,7 @@
 static void do_help(FILE *f)
 {
 	fprintf(f, "usage: perfgraft xray TRACE... [-b BIN] [-o perf.data] [-F HZ] [--no-events]\n"
-		   "                      [--no-samples] [--max-gap SEC] [--pipe] [-q] [-v]\n"
+		   "                      [--no-samples] [--max-gap SEC] [-z N] [--pipe] [-q] [-v]\n"
 		   "       perfgraft xray --functions -b BIN\n\n"
 		   "Converts LLVM XRay traces (FDR 1-5, basic mode 1-3) of one binary into a\n"
 		   "perf.data: a time-weighted sample stream with call chains (perf report's\n"
@@ -20,6 +20,10 @@ static void do_help(FILE *f)
 		   "                        lines and addresses (without it: IDs only)\n"
 		   "  -o, --output FILE     perf.data to write, - for a pipe (default: perf.data)\n"
 		   "  -F, --frequency HZ    samples per second of trace time (default: %d)\n"
+		   "  -z, --compression-level N\n"
+		   "                        zstd level of the file's data, as perf record -z\n"
+		   "                        writes it (default: 1; 0: uncompressed; pipes are\n"
+		   "                        never compressed)\n"
 		   "  --max-gap SEC         leave unsampled any stretch longer than SEC in which\n"
 		   "                        no thread records anything (default: 60)\n"
 		   "  --no-events           samples only, no xray:* events\n"
@@ -70,6 +74,7 @@ int cmd_xray(int argc, char **argv)
 		{ "binary", required_argument, NULL, 'b' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "frequency", required_argument, NULL, 'F' },
+		{ "compression-level", required_argument, NULL, 'z' },
 		{ "no-events", no_argument, NULL, OPT_NO_EVENTS },
 		{ "no-samples", no_argument, NULL, OPT_NO_SAMPLES },
 		{ "pipe", no_argument, NULL, OPT_PIPE },
@@ -80,7 +85,7 @@ int cmd_xray(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	struct pg_xray_opts xo = { .output = "perf.data" };
+	struct pg_xray_opts xo = { .output = "perf.data", .compress_level = 1 };
 	struct pg_xray_convert_stats st;
 	struct cli_warnings w = { 0 };
 	struct pg_diag diag;
@@ -89,7 +94,7 @@ int cmd_xray(int argc, char **argv)
 	char *end;
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "b:o:F:qvh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "b:o:F:z:qvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'b': xo.binary = optarg; break;
 		case 'o': xo.output = optarg; break;
@@ -100,6 +105,16 @@ int cmd_xray(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			break;
+		case 'z': {
+			long lv = strtol(optarg, &end, 10);
+
+			if (*end || !*optarg || lv < 0 || lv > 22) {
+				cli_error("--compression-level takes 0 (off) to 22, not '%s'", optarg);
+				return EXIT_USAGE;
+			}
+			xo.compress_level = (int)lv;
+			break;
+		}
 		case OPT_NO_EVENTS: xo.no_events = true; break;
 		case OPT_NO_SAMPLES: xo.no_samples = true; break;
 		case OPT_PIPE: xo.pipe = true; break;

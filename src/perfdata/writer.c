@@ -9,6 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <pthread.h>
+#include <zstd.h>
+
 #include <perfgraft/perfdata.h>
 #include "util/util.h"
 
@@ -16,6 +19,14 @@
 #define FILE_HDR 104
 #define NAME_ALIGN 64
 #define BUILD_ID_MISC_SIZE 0x8000	/* PERF_RECORD_MISC_BUILD_ID_SIZE */
+/* Compression: records are staged ZSTAGE bytes at a time and fed to the
+ * stream ZFEED bytes per flush, one COMPRESSED record each, so that no
+ * record decompresses to more than ZMMAP_LEN, the buffer perf 6.1
+ * decompresses each into (the COMPRESSED feature's mmap_len). */
+#define ZSTAGE (1u << 20)
+#define ZFEED (1u << 15)
+#define ZMMAP_LEN (1u << 16)
+#define ZREC_MAX 65528u		/* 8-aligned, under the u16 record size */
 
 struct feat {
 	unsigned bit;
@@ -42,6 +53,20 @@ struct pg_pdw {
 	size_t nfeats, fcap;
 	struct pg_buf build_ids;	/* file mode BUILD_ID feature entries */
 	int err;
+	ZSTD_CStream *zc;	/* data compression, or NULL */
+	int zlevel;
+	uint8_t *zstage, *zrec;	/* zstage: the buffer being filled */
+	size_t zlen;
+	uint64_t zraw, zout;	/* bytes staged, bytes of COMPRESSED records */
+	/* a second thread compresses and writes one full stage while the
+	 * caller fills the other */
+	uint8_t *zspare;
+	uint8_t *zjob;		/* full stage handed over, or NULL */
+	size_t zjob_len;
+	bool zquit, zthread;
+	pthread_t zth;
+	pthread_mutex_t zmu;
+	pthread_cond_t zcv;
 };
 
 static int flush(pg_pdw *w)
@@ -90,6 +115,124 @@ static int out_buf(pg_pdw *w, struct pg_buf *b)
 	if (b->oom)
 		return pg_err(w->diag, -ENOMEM, "out of memory");
 	return out(w, b->p, b->len);
+}
+
+/* One COMPRESSED record per ZFEED-byte piece, flushed whole: perf 6.1
+ * rejects a record that decompresses to nothing ("Couldn't decompress
+ * data"), so a piece's blocks never straddle two records and the frame is
+ * never closed with an empty epilogue record (perf record leaves it open
+ * too).  ZFEED is small enough that even incompressible data fits. */
+static int z_drain(pg_pdw *w, const uint8_t *buf, size_t len)
+{
+	for (size_t at = 0; at < len; at += ZFEED) {
+		size_t n = len - at < ZFEED ? len - at : ZFEED;
+		ZSTD_inBuffer in = { buf + at, n, 0 };
+		ZSTD_outBuffer o = { w->zrec + 8, ZREC_MAX - 8, 0 };
+		size_t left = ZSTD_compressStream2(w->zc, &o, &in, ZSTD_e_flush);
+		uint32_t type = PG_PERF_RECORD_COMPRESSED;
+		uint16_t misc = 0, size;
+
+		if (ZSTD_isError(left) || left != 0 || in.pos != in.size) {
+			w->err = -EIO;
+			return pg_err(w->diag, w->err, "zstd: %s",
+				      ZSTD_isError(left) ? ZSTD_getErrorName(left)
+							 : "a piece did not fit one record");
+		}
+		size = (uint16_t)(8 + o.pos);
+		if (w->big_endian) {
+			type = __builtin_bswap32(type);
+			size = __builtin_bswap16(size);
+		}
+		memcpy(w->zrec, &type, 4);
+		memcpy(w->zrec + 4, &misc, 2);
+		memcpy(w->zrec + 6, &size, 2);
+		w->zout += 8 + o.pos;
+		if (out(w, w->zrec, 8 + o.pos))
+			return w->err;
+	}
+	return 0;
+}
+
+static void *z_worker(void *arg)
+{
+	pg_pdw *w = arg;
+
+	pthread_mutex_lock(&w->zmu);
+	for (;;) {
+		while (!w->zjob && !w->zquit)
+			pthread_cond_wait(&w->zcv, &w->zmu);
+		if (!w->zjob)
+			break;
+		pthread_mutex_unlock(&w->zmu);
+		if (!w->err)
+			z_drain(w, w->zjob, w->zjob_len);
+		pthread_mutex_lock(&w->zmu);
+		w->zspare = w->zjob;
+		w->zjob = NULL;
+		pthread_cond_broadcast(&w->zcv);
+	}
+	pthread_mutex_unlock(&w->zmu);
+	return NULL;
+}
+
+/* Hands the full stage to the worker and takes the spare one. */
+static int z_handoff(pg_pdw *w)
+{
+	if (!w->zthread) {
+		int ret = z_drain(w, w->zstage, w->zlen);
+
+		w->zlen = 0;
+		return ret;
+	}
+	pthread_mutex_lock(&w->zmu);
+	while (w->zjob)
+		pthread_cond_wait(&w->zcv, &w->zmu);
+	w->zjob = w->zstage;
+	w->zjob_len = w->zlen;
+	w->zstage = w->zspare;
+	w->zspare = NULL;
+	pthread_cond_broadcast(&w->zcv);
+	pthread_mutex_unlock(&w->zmu);
+	w->zlen = 0;
+	return w->err;
+}
+
+/* Waits for the worker to finish and stops it. */
+static void z_stop(pg_pdw *w)
+{
+	if (!w->zthread)
+		return;
+	pthread_mutex_lock(&w->zmu);
+	w->zquit = true;
+	pthread_cond_broadcast(&w->zcv);
+	pthread_mutex_unlock(&w->zmu);
+	pthread_join(w->zth, NULL);
+	w->zthread = false;
+}
+
+/* Data-section bytes: staged for compression when it is on. */
+static int dout(pg_pdw *w, const void *p, uint64_t n)
+{
+	const uint8_t *s = p;
+
+	if (!w->zc)
+		return out(w, p, n);
+	if (w->err)
+		return w->err;
+	w->zraw += n;
+	while (n) {
+		size_t k = ZSTAGE - w->zlen;
+
+		if (k > n)
+			k = (size_t)n;
+		memcpy(w->zstage + w->zlen, s, k);
+		w->zlen += k;
+		s += k;
+		n -= k;
+		if (w->zlen == ZSTAGE && z_handoff(w))
+			return w->err;
+	}
+	return 0;
 }
 
 static void rec_hdr(struct pg_buf *b, uint32_t type, uint16_t misc, uint16_t size)
@@ -144,6 +287,23 @@ int pg_pdw_open(const char *path, const struct pg_pdw_opts *opts,
 		}
 		w->fd = w->of.fd;
 		w->pipe = opts->pipe;
+	}
+	if (opts->compress_level > 0 && !w->pipe) {
+		w->zc = ZSTD_createCStream();
+		w->zstage = malloc(ZSTAGE);
+		w->zspare = malloc(ZSTAGE);
+		w->zrec = malloc(ZREC_MAX);
+		w->zlevel = opts->compress_level;
+		pthread_mutex_init(&w->zmu, NULL);
+		pthread_cond_init(&w->zcv, NULL);
+		if (!w->zc || !w->zstage || !w->zspare || !w->zrec ||
+		    ZSTD_isError(ZSTD_initCStream(w->zc, opts->compress_level))) {
+			ret = pg_err(diag, -ENOMEM, "zstd: cannot set up compression");
+			pg_pdw_abort(w);
+			return ret;
+		}
+		/* without a thread, compression runs inline */
+		w->zthread = pthread_create(&w->zth, NULL, z_worker, w) == 0;
 	}
 	pg_buf_add(&h, opts->big_endian ? "2ELIFREP" : "PERFILE2", 8);
 	pg_buf_u64(&h, w->pipe ? 16 : FILE_HDR);
@@ -267,9 +427,9 @@ int pg_pdw_write(pg_pdw *w, const void *rec, size_t size, const void *extra,
 	int ret;
 
 	w->data_started = true;
-	ret = out(w, rec, size);
+	ret = dout(w, rec, size);
 	if (!ret && extra_size)
-		ret = out(w, extra, extra_size);
+		ret = dout(w, extra, extra_size);
 	return ret;
 }
 
@@ -357,7 +517,7 @@ int pg_pdw_mmap2(pg_pdw *w, const struct pg_pd_attr *a, const struct pg_pdw_mmap
 			pg_buf_u64(&b, m->id);
 	}
 	w->data_started = true;
-	ret = out_buf(w, &b);
+	ret = b.oom ? pg_err(w->diag, -ENOMEM, "out of memory") : dout(w, b.p, b.len);
 	pg_buf_free(&b);
 	return ret;
 }
@@ -371,6 +531,16 @@ static void free_w(pg_pdw *w)
 	pg_buf_free(&w->attrs);
 	pg_buf_free(&w->build_ids);
 	free(w->buf);
+	z_stop(w);
+	if (w->zc) {
+		pthread_mutex_destroy(&w->zmu);
+		pthread_cond_destroy(&w->zcv);
+	}
+	free(w->zstage);
+	free(w->zspare);
+	free(w->zjob);
+	free(w->zrec);
+	ZSTD_freeCStream(w->zc);
 	if (w->dirfd >= 0)
 		close(w->dirfd);
 	free(w);
@@ -393,6 +563,27 @@ static int finish_file(pg_pdw *w)
 	struct pg_buf t = { .big_endian = w->big_endian };
 	int ret;
 
+	if (w->zc) {	/* the data ends with the compressed stream */
+		struct pg_buf c = { .big_endian = w->big_endian };
+
+		z_stop(w);
+		if (w->err)
+			return w->err;
+		if ((ret = z_drain(w, w->zstage, w->zlen)))
+			return ret;
+		w->zlen = 0;
+		data_size = w->pos - w->data_off;
+		pg_buf_u32(&c, 1);		/* version */
+		pg_buf_u32(&c, 1);		/* zstd */
+		pg_buf_u32(&c, (uint32_t)w->zlevel);
+		pg_buf_u32(&c, (uint32_t)(w->zout ? (w->zraw + w->zout / 2) / w->zout : 0));
+		pg_buf_u32(&c, ZMMAP_LEN);
+		ret = c.oom ? pg_err(w->diag, -ENOMEM, "out of memory")
+			    : pg_pdw_add_feature(w, PG_FEAT_COMPRESSED, c.p, c.len);
+		pg_buf_free(&c);
+		if (ret)
+			return ret;
+	}
 	if (w->build_ids.len) {
 		bool merged = false;
 

@@ -13,6 +13,7 @@
  *    libtraceevent print named fields.
  * Output is written in time order with periodic FINISHED_ROUNDs; memory is
  * O(threads x depth + functions + trace buffers). */
+#include <endian.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,8 @@
 #define ROUND_EVENTS 65536
 #define MAX_PAYLOAD 65000	/* a perf record is at most 64 KiB */
 #define PIE_BASE 0x555555554000ull
+#define MAX_NAME 4000		/* longer names are cut: a record must fit 64 KiB */
+#define RECBUF (1u << 17)
 
 enum { ATTR_TIME, ATTR_ENTRY, ATTR_EXIT, ATTR_TAIL, ATTR_ARGS, ATTR_CUSTOM, ATTR_TYPED, NATTRS };
 
@@ -95,7 +98,8 @@ struct conv {
 	uint32_t *pids;		/* processes given an MMAP2 */
 	size_t npids, pcap;
 
-	struct pg_buf rec;	/* scratch for one record */
+	uint8_t *rb;		/* scratch for one record (RECBUF bytes) */
+	size_t rl;
 	uint64_t last_out;	/* output time never goes back */
 	uint64_t since_round;
 	uint64_t *chain;
@@ -104,6 +108,41 @@ struct conv {
 };
 
 /* ------------------------------------------------------------- encoding */
+
+/* Records are composed in place, little-endian, with bounds kept by
+ * construction: every record is under 64 KiB (MAX_CHAIN, MAX_PAYLOAD,
+ * MAX_NAME) and the scratch buffer is twice that. */
+static inline void r64(struct conv *cv, uint64_t v)
+{
+	v = htole64(v);
+	memcpy(cv->rb + cv->rl, &v, 8);
+	cv->rl += 8;
+}
+
+static inline void r32(struct conv *cv, uint32_t v)
+{
+	v = htole32(v);
+	memcpy(cv->rb + cv->rl, &v, 4);
+	cv->rl += 4;
+}
+
+static inline void r16(struct conv *cv, uint16_t v)
+{
+	v = htole16(v);
+	memcpy(cv->rb + cv->rl, &v, 2);
+	cv->rl += 2;
+}
+
+static inline void r8(struct conv *cv, uint8_t v)
+{
+	cv->rb[cv->rl++] = v;
+}
+
+static inline void radd(struct conv *cv, const void *p, size_t n)
+{
+	memcpy(cv->rb + cv->rl, p, n);
+	cv->rl += n;
+}
 
 static uint64_t to_ns(uint64_t tsc, uint64_t freq)
 {
@@ -116,9 +155,7 @@ static int put(struct conv *cv)
 {
 	int ret;
 
-	if (cv->rec.oom)
-		return pg_err(cv->diag, -ENOMEM, "out of memory");
-	ret = pg_pdw_write(cv->w, cv->rec.p, cv->rec.len, NULL, 0);
+	ret = pg_pdw_write(cv->w, cv->rb, cv->rl, NULL, 0);
 	if (!ret && ++cv->since_round >= ROUND_EVENTS) {
 		uint8_t fr[8] = { PG_PERF_RECORD_FINISHED_ROUND, 0, 0, 0, 0, 0, 8, 0 };
 
@@ -130,33 +167,32 @@ static int put(struct conv *cv)
 
 static void rec_start(struct conv *cv, uint32_t type, uint16_t misc)
 {
-	cv->rec.len = 0;
-	pg_buf_u32(&cv->rec, type);
-	pg_buf_u16(&cv->rec, misc);
-	pg_buf_u16(&cv->rec, 0);	/* size, set by rec_end */
+	cv->rl = 0;
+	r32(cv, type);
+	r16(cv, misc);
+	r16(cv, 0);	/* size, set by rec_end */
 }
 
 static int rec_end(struct conv *cv)
 {
-	if (cv->rec.len > UINT16_MAX)
-		return pg_err(cv->diag, -EINVAL, "internal: record of %zu bytes", cv->rec.len);
-	if (!cv->rec.oom) {
-		uint16_t sz = (uint16_t)cv->rec.len;
+	uint16_t sz;
 
-		memcpy(cv->rec.p + 6, &sz, 2);	/* output is little-endian */
-	}
+	if (cv->rl > UINT16_MAX)
+		return pg_err(cv->diag, -EINVAL, "internal: record of %zu bytes", cv->rl);
+	sz = htole16((uint16_t)cv->rl);
+	memcpy(cv->rb + 6, &sz, 2);
 	return put(cv);
 }
 
 /* sample_id trailer shared by every attr: TID, TIME, CPU, IDENTIFIER */
 static void trailer(struct conv *cv, const struct thread *th, uint64_t time, uint64_t id)
 {
-	pg_buf_u32(&cv->rec, th->pid);
-	pg_buf_u32(&cv->rec, th->tid);
-	pg_buf_u64(&cv->rec, time);
-	pg_buf_u32(&cv->rec, th->cpu);
-	pg_buf_u32(&cv->rec, 0);
-	pg_buf_u64(&cv->rec, id);
+	r32(cv, th->pid);
+	r32(cv, th->tid);
+	r64(cv, time);
+	r32(cv, th->cpu);
+	r32(cv, 0);
+	r64(cv, id);
 }
 
 static uint64_t out_time(struct conv *cv, uint64_t ns)
@@ -192,19 +228,19 @@ static void tp_start(struct conv *cv, int attr, const struct thread *th, uint64_
 		     uint64_t time)
 {
 	rec_start(cv, PG_PERF_RECORD_SAMPLE, MISC_USER);
-	pg_buf_u64(&cv->rec, (uint64_t)attr + 1);	/* IDENTIFIER */
-	pg_buf_u64(&cv->rec, ip);
-	pg_buf_u32(&cv->rec, th->pid);
-	pg_buf_u32(&cv->rec, th->tid);
-	pg_buf_u64(&cv->rec, time);
-	pg_buf_u32(&cv->rec, th->cpu);
-	pg_buf_u32(&cv->rec, 0);
-	pg_buf_u64(&cv->rec, 1);			/* PERIOD */
-	pg_buf_u32(&cv->rec, 0);			/* RAW size, set by tp_end */
-	pg_buf_u16(&cv->rec, (uint16_t)tp_ids[attr]);	/* common_type */
-	pg_buf_u8(&cv->rec, 0);
-	pg_buf_u8(&cv->rec, 0);
-	pg_buf_u32(&cv->rec, th->tid);			/* common_pid */
+	r64(cv, (uint64_t)attr + 1);	/* IDENTIFIER */
+	r64(cv, ip);
+	r32(cv, th->pid);
+	r32(cv, th->tid);
+	r64(cv, time);
+	r32(cv, th->cpu);
+	r32(cv, 0);
+	r64(cv, 1);			/* PERIOD */
+	r32(cv, 0);			/* RAW size, set by tp_end */
+	r16(cv, (uint16_t)tp_ids[attr]);	/* common_type */
+	r8(cv, 0);
+	r8(cv, 0);
+	r32(cv, th->tid);			/* common_pid */
 }
 
 #define RAW_AT 56	/* offset of the RAW size field in tp_start's layout */
@@ -214,17 +250,32 @@ static void tp_start(struct conv *cv, int attr, const struct thread *th, uint64_
  * field plus data stays 8-aligned. */
 static int tp_end(struct conv *cv, size_t loc_at, const void *dyn, size_t dlen)
 {
-	size_t raw0 = RAW_AT + 4, fixed = cv->rec.len - raw0;
-	uint32_t loc = (uint32_t)(dlen << 16 | fixed), rs;
+	size_t raw0 = RAW_AT + 4, fixed = cv->rl - raw0;
+	uint32_t loc = htole32((uint32_t)(dlen << 16 | fixed)), rs;
 
-	if (!cv->rec.oom)
-		memcpy(cv->rec.p + raw0 + loc_at, &loc, 4);
-	pg_buf_add(&cv->rec, dyn, dlen);
-	while ((cv->rec.len - RAW_AT) % 8)
-		pg_buf_u8(&cv->rec, 0);
-	rs = (uint32_t)(cv->rec.len - raw0);
-	if (!cv->rec.oom)
-		memcpy(cv->rec.p + RAW_AT, &rs, 4);
+	memcpy(cv->rb + raw0 + loc_at, &loc, 4);
+	radd(cv, dyn, dlen);
+	while ((cv->rl - RAW_AT) % 8)
+		r8(cv, 0);
+	rs = htole32((uint32_t)(cv->rl - raw0));
+	memcpy(cv->rb + RAW_AT, &rs, 4);
+	return rec_end(cv);
+}
+
+/* tp_end for a NUL-terminated name, cut at MAX_NAME bytes */
+static int tp_end_name(struct conv *cv, size_t loc_at, const char *name)
+{
+	size_t n = strnlen(name, MAX_NAME);
+	size_t raw0 = RAW_AT + 4, fixed = cv->rl - raw0;
+	uint32_t loc = htole32((uint32_t)((n + 1) << 16 | fixed)), rs;
+
+	memcpy(cv->rb + raw0 + loc_at, &loc, 4);
+	radd(cv, name, n);
+	r8(cv, 0);
+	while ((cv->rl - RAW_AT) % 8)
+		r8(cv, 0);
+	rs = htole32((uint32_t)(cv->rl - raw0));
+	memcpy(cv->rb + RAW_AT, &rs, 4);
 	return rec_end(cv);
 }
 
@@ -235,13 +286,13 @@ static int ev_entry(struct conv *cv, const struct thread *th, const struct pg_xr
 	const char *name = func_name(cv, r->func_id, nb, sizeof(nb));
 
 	tp_start(cv, ATTR_ENTRY, th, func_addr(cv, r->func_id), time);
-	pg_buf_u64(&cv->rec, func_addr(cv, r->func_id));
-	pg_buf_u64(&cv->rec, r->tsc);
-	pg_buf_u32(&cv->rec, r->func_id);
-	pg_buf_u32(&cv->rec, (uint32_t)th->depth);
-	pg_buf_u32(&cv->rec, 0);	/* name's __data_loc */
+	r64(cv, func_addr(cv, r->func_id));
+	r64(cv, r->tsc);
+	r32(cv, r->func_id);
+	r32(cv, (uint32_t)th->depth);
+	r32(cv, 0);	/* name's __data_loc */
 	cv->st->events++;
-	return tp_end(cv, 32, name, strlen(name) + 1);
+	return tp_end_name(cv, 32, name);
 }
 
 static int ev_exit(struct conv *cv, const struct thread *th, int attr, uint32_t id,
@@ -251,15 +302,15 @@ static int ev_exit(struct conv *cv, const struct thread *th, int attr, uint32_t 
 	const char *name = func_name(cv, id, nb, sizeof(nb));
 
 	tp_start(cv, attr, th, func_addr(cv, id), time);
-	pg_buf_u64(&cv->rec, func_addr(cv, id));
-	pg_buf_u64(&cv->rec, tsc);
-	pg_buf_u64(&cv->rec, dur_ns);
-	pg_buf_u32(&cv->rec, id);
-	pg_buf_u32(&cv->rec, (uint32_t)depth);
-	pg_buf_u32(&cv->rec, flags);
-	pg_buf_u32(&cv->rec, 0);
+	r64(cv, func_addr(cv, id));
+	r64(cv, tsc);
+	r64(cv, dur_ns);
+	r32(cv, id);
+	r32(cv, (uint32_t)depth);
+	r32(cv, flags);
+	r32(cv, 0);
 	cv->st->events++;
-	return tp_end(cv, 44, name, strlen(name) + 1);
+	return tp_end_name(cv, 44, name);
 }
 
 static int ev_arg(struct conv *cv, const struct thread *th, uint32_t id, uint32_t index,
@@ -269,13 +320,13 @@ static int ev_arg(struct conv *cv, const struct thread *th, uint32_t id, uint32_
 	const char *name = func_name(cv, id, nb, sizeof(nb));
 
 	tp_start(cv, ATTR_ARGS, th, func_addr(cv, id), time);
-	pg_buf_u64(&cv->rec, func_addr(cv, id));
-	pg_buf_u64(&cv->rec, value);
-	pg_buf_u32(&cv->rec, id);
-	pg_buf_u32(&cv->rec, index);
-	pg_buf_u32(&cv->rec, 0);
+	r64(cv, func_addr(cv, id));
+	r64(cv, value);
+	r32(cv, id);
+	r32(cv, index);
+	r32(cv, 0);
 	cv->st->events++;
-	return tp_end(cv, 32, name, strlen(name) + 1);
+	return tp_end_name(cv, 32, name);
 }
 
 static int ev_payload(struct conv *cv, const struct thread *th, const struct pg_xr_record *r,
@@ -286,11 +337,11 @@ static int ev_payload(struct conv *cv, const struct thread *th, const struct pg_
 	uint64_t ip = th->depth ? func_addr(cv, th->stack[th->depth - 1].id) : 0;
 
 	tp_start(cv, typed ? ATTR_TYPED : ATTR_CUSTOM, th, ip, time);
-	pg_buf_u64(&cv->rec, r->tsc);
-	pg_buf_u32(&cv->rec, r->payload_size);
+	r64(cv, r->tsc);
+	r32(cv, r->payload_size);
 	if (typed)
-		pg_buf_u32(&cv->rec, r->event_type);
-	pg_buf_u32(&cv->rec, 0);
+		r32(cv, r->event_type);
+	r32(cv, 0);
 	cv->st->events++;
 	return tp_end(cv, typed ? 24 : 20, r->payload, n);
 }
@@ -305,22 +356,22 @@ static int emit_sample(struct conv *cv, struct thread *th, uint64_t time)
 		cv->warned_depth = true;
 	}
 	rec_start(cv, PG_PERF_RECORD_SAMPLE, MISC_USER);
-	pg_buf_u64(&cv->rec, ATTR_TIME + 1);
-	pg_buf_u64(&cv->rec, func_addr(cv, th->stack[th->depth - 1].id));
-	pg_buf_u32(&cv->rec, th->pid);
-	pg_buf_u32(&cv->rec, th->tid);
-	pg_buf_u64(&cv->rec, time);
-	pg_buf_u32(&cv->rec, th->cpu);
-	pg_buf_u32(&cv->rec, 0);
-	pg_buf_u64(&cv->rec, cv->period);
-	pg_buf_u64(&cv->rec, n + 1);
-	pg_buf_u64(&cv->rec, PERF_CONTEXT_USER);
+	r64(cv, ATTR_TIME + 1);
+	r64(cv, func_addr(cv, th->stack[th->depth - 1].id));
+	r32(cv, th->pid);
+	r32(cv, th->tid);
+	r64(cv, time);
+	r32(cv, th->cpu);
+	r32(cv, 0);
+	r64(cv, cv->period);
+	r64(cv, n + 1);
+	r64(cv, PERF_CONTEXT_USER);
 	for (size_t i = 0; i < n; i++) {
 		/* callers: one byte in, so that a return-address adjustment
 		 * (ip - 1) still lands in the function */
 		uint64_t a = func_addr(cv, th->stack[th->depth - 1 - i].id);
 
-		pg_buf_u64(&cv->rec, i ? a + 1 : a);
+		r64(cv, i ? a + 1 : a);
 	}
 	cv->st->samples++;
 	return rec_end(cv);
@@ -473,9 +524,9 @@ static int emit_comm(struct conv *cv, struct thread *th, uint64_t time)
 
 	memcpy(comm, cv->comm, sizeof(comm) - 1);
 	rec_start(cv, 3 /* PERF_RECORD_COMM */, 0);
-	pg_buf_u32(&cv->rec, th->pid);
-	pg_buf_u32(&cv->rec, th->tid);
-	pg_buf_add(&cv->rec, comm, pg_align(strlen(comm) + 1, 8));
+	r32(cv, th->pid);
+	r32(cv, th->tid);
+	radd(cv, comm, pg_align(strlen(comm) + 1, 8));
 	trailer(cv, th, time, ATTR_TIME + 1);
 	return rec_end(cv);
 }
@@ -842,7 +893,7 @@ int pg_xray_convert(const struct pg_xray_opts *o, struct pg_diag *diag,
 		    struct pg_xray_convert_stats *st)
 {
 	struct conv cv = { .o = o, .diag = diag, .st = st };
-	struct pg_pdw_opts wo = { .pipe = o->pipe };
+	struct pg_pdw_opts wo = { .pipe = o->pipe, .compress_level = o->compress_level };
 	uint64_t freq = o->frequency ? o->frequency : PG_XRAY_DEFAULT_FREQUENCY;
 	int ret;
 
@@ -859,8 +910,12 @@ int pg_xray_convert(const struct pg_xray_opts *o, struct pg_diag *diag,
 	cv.events = !o->no_events;
 	cv.samples = !o->no_samples;
 	cv.in = calloc(o->ntraces, sizeof(*cv.in));
-	if (!cv.in)
+	cv.rb = malloc(RECBUF);
+	if (!cv.in || !cv.rb) {
+		free(cv.in);
+		free(cv.rb);
 		return pg_err(diag, -ENOMEM, "out of memory");
+	}
 	snprintf(cv.comm, sizeof(cv.comm), "xray");
 	if (o->binary) {
 		const char *slash;
@@ -893,7 +948,7 @@ out:
 	free(cv.slots);
 	free(cv.heap);
 	free(cv.pids);
-	pg_buf_free(&cv.rec);
+	free(cv.rb);
 	pg_xray_map_close(cv.map);
 	return ret;
 }
