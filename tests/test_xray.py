@@ -43,7 +43,7 @@ XRAY_TEP = os.path.join(BUILD, "tests", "xray_tep")
 # Short traces (microseconds) need a finer grid than the default to give
 # enough samples for a 1-point comparison; the long workload trace uses the
 # default frequency.
-MIN_SAMPLES = 20000
+MIN_SAMPLES = 100000
 
 
 def have_tools():

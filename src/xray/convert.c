@@ -235,7 +235,6 @@ static void tp_start(struct conv *cv, int attr, const struct thread *th, uint64_
 	r64(cv, time);
 	r32(cv, th->cpu);
 	r32(cv, 0);
-	r64(cv, 1);			/* PERIOD */
 	r32(cv, 0);			/* RAW size, set by tp_end */
 	r16(cv, (uint16_t)tp_ids[attr]);	/* common_type */
 	r8(cv, 0);
@@ -243,7 +242,7 @@ static void tp_start(struct conv *cv, int attr, const struct thread *th, uint64_
 	r32(cv, th->tid);			/* common_pid */
 }
 
-#define RAW_AT 56	/* offset of the RAW size field in tp_start's layout */
+#define RAW_AT 48	/* offset of the RAW size field in tp_start's layout */
 
 /* Appends the dynamic data after `fixed` bytes of raw data, whose
  * __data_loc word sits at raw offset loc_at; pads so that the RAW size
@@ -286,13 +285,12 @@ static int ev_entry(struct conv *cv, const struct thread *th, const struct pg_xr
 	const char *name = func_name(cv, r->func_id, nb, sizeof(nb));
 
 	tp_start(cv, ATTR_ENTRY, th, func_addr(cv, r->func_id), time);
-	r64(cv, func_addr(cv, r->func_id));
 	r64(cv, r->tsc);
 	r32(cv, r->func_id);
 	r32(cv, (uint32_t)th->depth);
 	r32(cv, 0);	/* name's __data_loc */
 	cv->st->events++;
-	return tp_end_name(cv, 32, name);
+	return tp_end_name(cv, 24, name);
 }
 
 static int ev_exit(struct conv *cv, const struct thread *th, int attr, uint32_t id,
@@ -302,7 +300,6 @@ static int ev_exit(struct conv *cv, const struct thread *th, int attr, uint32_t 
 	const char *name = func_name(cv, id, nb, sizeof(nb));
 
 	tp_start(cv, attr, th, func_addr(cv, id), time);
-	r64(cv, func_addr(cv, id));
 	r64(cv, tsc);
 	r64(cv, dur_ns);
 	r32(cv, id);
@@ -310,7 +307,7 @@ static int ev_exit(struct conv *cv, const struct thread *th, int attr, uint32_t 
 	r32(cv, flags);
 	r32(cv, 0);
 	cv->st->events++;
-	return tp_end_name(cv, 44, name);
+	return tp_end_name(cv, 36, name);
 }
 
 static int ev_arg(struct conv *cv, const struct thread *th, uint32_t id, uint32_t index,
@@ -320,13 +317,12 @@ static int ev_arg(struct conv *cv, const struct thread *th, uint32_t id, uint32_
 	const char *name = func_name(cv, id, nb, sizeof(nb));
 
 	tp_start(cv, ATTR_ARGS, th, func_addr(cv, id), time);
-	r64(cv, func_addr(cv, id));
 	r64(cv, value);
 	r32(cv, id);
 	r32(cv, index);
 	r32(cv, 0);
 	cv->st->events++;
-	return tp_end_name(cv, 32, name);
+	return tp_end_name(cv, 24, name);
 }
 
 static int ev_payload(struct conv *cv, const struct thread *th, const struct pg_xr_record *r,
@@ -757,8 +753,9 @@ static int write_header(struct conv *cv)
 	static const uint64_t st_time = PG_SAMPLE_IDENTIFIER | PG_SAMPLE_IP | PG_SAMPLE_TID |
 					PG_SAMPLE_TIME | PG_SAMPLE_CPU | (1u << 8) /* PERIOD */ |
 					(1u << 5) /* CALLCHAIN */;
+	/* no PERIOD: a tracepoint's period is the attr's sample_period, 1 */
 	static const uint64_t st_tp = PG_SAMPLE_IDENTIFIER | PG_SAMPLE_IP | PG_SAMPLE_TID |
-				      PG_SAMPLE_TIME | PG_SAMPLE_CPU | (1u << 8) | (1u << 10) /* RAW */;
+				      PG_SAMPLE_TIME | PG_SAMPLE_CPU | (1u << 10) /* RAW */;
 	uint8_t raws[NATTRS][128];
 	struct pg_buf b = { 0 };
 	int n = cv->events ? NATTRS : 1, ret = 0;

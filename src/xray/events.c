@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The tracing data (trace-cmd "tracing" blob, version 0.6) that carries the
  * xray:* event formats in perf.data, so that perf script, perf report -s
- * trace_fields and libtraceevent decode the events by field name. */
+ * trace_fields and libtraceevent decode the events by field name.  The
+ * function's address is the sample's IP (perf script -F +ip,+sym), not a
+ * field: with tens of millions of events every byte counts. */
 #include <stdio.h>
 #include <string.h>
 
@@ -14,13 +16,12 @@
 	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
 
 #define EXIT_FIELDS \
-	"\tfield:u64 addr;\toffset:8;\tsize:8;\tsigned:0;\n" \
-	"\tfield:u64 tsc;\toffset:16;\tsize:8;\tsigned:0;\n" \
-	"\tfield:u64 duration;\toffset:24;\tsize:8;\tsigned:0;\n" \
-	"\tfield:u32 func_id;\toffset:32;\tsize:4;\tsigned:0;\n" \
-	"\tfield:u32 depth;\toffset:36;\tsize:4;\tsigned:0;\n" \
-	"\tfield:u32 flags;\toffset:40;\tsize:4;\tsigned:0;\n" \
-	"\tfield:__data_loc char[] name;\toffset:44;\tsize:4;\tsigned:0;\n\n" \
+	"\tfield:u64 tsc;\toffset:8;\tsize:8;\tsigned:0;\n" \
+	"\tfield:u64 duration;\toffset:16;\tsize:8;\tsigned:0;\n" \
+	"\tfield:u32 func_id;\toffset:24;\tsize:4;\tsigned:0;\n" \
+	"\tfield:u32 depth;\toffset:28;\tsize:4;\tsigned:0;\n" \
+	"\tfield:u32 flags;\toffset:32;\tsize:4;\tsigned:0;\n" \
+	"\tfield:__data_loc char[] name;\toffset:36;\tsize:4;\tsigned:0;\n\n" \
 	"print fmt: \"name=%s id=%u depth=%u duration=%llu flags=%s\", __get_str(name), " \
 	"REC->func_id, REC->depth, REC->duration, __print_flags(REC->flags, \"|\", " \
 	"{ 1, \"inferred\" }, { 2, \"unfinished\" }, { 4, \"no_entry\" })\n"
@@ -31,20 +32,18 @@ static const struct {
 	const char *body;
 } formats[] = {
 	{ "function_entry", PG_XRAY_EV_ENTRY,
-	  "\tfield:u64 addr;\toffset:8;\tsize:8;\tsigned:0;\n"
-	  "\tfield:u64 tsc;\toffset:16;\tsize:8;\tsigned:0;\n"
-	  "\tfield:u32 func_id;\toffset:24;\tsize:4;\tsigned:0;\n"
-	  "\tfield:u32 depth;\toffset:28;\tsize:4;\tsigned:0;\n"
-	  "\tfield:__data_loc char[] name;\toffset:32;\tsize:4;\tsigned:0;\n\n"
+	  "\tfield:u64 tsc;\toffset:8;\tsize:8;\tsigned:0;\n"
+	  "\tfield:u32 func_id;\toffset:16;\tsize:4;\tsigned:0;\n"
+	  "\tfield:u32 depth;\toffset:20;\tsize:4;\tsigned:0;\n"
+	  "\tfield:__data_loc char[] name;\toffset:24;\tsize:4;\tsigned:0;\n\n"
 	  "print fmt: \"name=%s id=%u depth=%u\", __get_str(name), REC->func_id, REC->depth\n" },
 	{ "function_exit", PG_XRAY_EV_EXIT, EXIT_FIELDS },
 	{ "tail_exit", PG_XRAY_EV_TAIL_EXIT, EXIT_FIELDS },
 	{ "call_args", PG_XRAY_EV_CALL_ARGS,
-	  "\tfield:u64 addr;\toffset:8;\tsize:8;\tsigned:0;\n"
-	  "\tfield:u64 value;\toffset:16;\tsize:8;\tsigned:0;\n"
-	  "\tfield:u32 func_id;\toffset:24;\tsize:4;\tsigned:0;\n"
-	  "\tfield:u32 index;\toffset:28;\tsize:4;\tsigned:0;\n"
-	  "\tfield:__data_loc char[] name;\toffset:32;\tsize:4;\tsigned:0;\n\n"
+	  "\tfield:u64 value;\toffset:8;\tsize:8;\tsigned:0;\n"
+	  "\tfield:u32 func_id;\toffset:16;\tsize:4;\tsigned:0;\n"
+	  "\tfield:u32 index;\toffset:20;\tsize:4;\tsigned:0;\n"
+	  "\tfield:__data_loc char[] name;\toffset:24;\tsize:4;\tsigned:0;\n\n"
 	  "print fmt: \"name=%s id=%u index=%u value=0x%llx\", __get_str(name), REC->func_id, "
 	  "REC->index, REC->value\n" },
 	{ "custom_event", PG_XRAY_EV_CUSTOM,

@@ -10,6 +10,7 @@
  * its segments sorted by first TSC and merges the cursors with a heap, so
  * memory stays O(segments + threads) whatever the trace's length. */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -450,6 +451,36 @@ static uint64_t fdr_args(pg_xray *t, const struct cursor *c, uint64_t p, struct 
 	return p;
 }
 
+/* Clears a record but for args[] (only nargs of them are meaningful):
+ * this runs once per record, and the array is most of the struct. */
+static inline void rec_clear(struct pg_xr_record *r, uint64_t offset)
+{
+	r->kind = PG_XR_ENTER;
+	r->offset = offset;
+	r->size = 0;
+	r->func_id = 0;
+	r->tsc = 0;
+	r->pid = r->tid = 0;
+	r->cpu = 0;
+	r->nargs = 0;
+	r->payload = NULL;
+	r->payload_size = 0;
+	r->event_type = 0;
+	r->delta = 0;
+	r->value = 0;
+	r->usec = 0;
+}
+
+/* *dst = *src, without the unused part of args[] */
+static inline void rec_copy(struct pg_xr_record *dst, const struct pg_xr_record *src)
+{
+	size_t a = offsetof(struct pg_xr_record, args), b = offsetof(struct pg_xr_record, payload);
+
+	memcpy(dst, src, a);
+	memcpy(dst->args, src->args, (src->nargs <= PG_XR_MAX_ARGS ? src->nargs : 0) * 8);
+	memcpy((char *)dst + b, (const char *)src + b, sizeof(*dst) - b);
+}
+
 static void fill_common(const struct cursor *c, struct pg_xr_record *r)
 {
 	r->tsc = c->tsc;
@@ -483,8 +514,7 @@ static int fdr_next(pg_xray *t, struct cursor *c, struct pg_xr_record *r, bool a
 		uint64_t p = c->pos, left = c->end - p;
 		uint8_t b = t->base[p];
 
-		memset(r, 0, sizeof(*r));
-		r->offset = p;
+		rec_clear(r, p);
 		if (!is_metadata(t, b)) {
 			uint32_t w, action;
 
@@ -664,8 +694,7 @@ static int basic_next(pg_xray *t, struct cursor *c, struct pg_xr_record *r, bool
 		uint16_t type = rd16(t, p);
 		uint8_t action;
 
-		memset(r, 0, sizeof(*r));
-		r->offset = p;
+		rec_clear(r, p);
 		r->size = BASIC_REC;
 		c->pos = p + BASIC_REC;
 		if (type == 1) {
@@ -911,7 +940,7 @@ static int time_order_next(pg_xray *t, struct pg_xr_record *r)
 	if (!t->nheap)
 		return 0;
 	top = t->heap[0];
-	*r = t->threads[top].la;
+	rec_copy(r, &t->threads[top].la);
 	if (!thread_advance(t, &t->threads[top]))
 		t->heap[0] = t->heap[--t->nheap];
 	heap_down(t, 0);
