@@ -108,8 +108,8 @@ int cmd_xray(int argc, char **argv)
 		case 'z': {
 			long lv = strtol(optarg, &end, 10);
 
-			if (*end || !*optarg || lv < 0 || lv > 22) {
-				cli_error("--compression-level takes 0 (off) to 22, not '%s'", optarg);
+			if (*end || !*optarg || lv < -7 || lv > 22) {
+				cli_error("--compression-level takes -7 (fastest) to 22, 0 for off, not '%s'", optarg);
 				return EXIT_USAGE;
 			}
 			xo.compress_level = (int)lv;

@@ -53,20 +53,9 @@ struct pg_pdw {
 	size_t nfeats, fcap;
 	struct pg_buf build_ids;	/* file mode BUILD_ID feature entries */
 	int err;
-	ZSTD_CStream *zc;	/* data compression, or NULL */
+	struct zpool *zp;	/* data compression, or NULL */
 	int zlevel;
-	uint8_t *zstage, *zrec;	/* zstage: the buffer being filled */
-	size_t zlen;
 	uint64_t zraw, zout;	/* bytes staged, bytes of COMPRESSED records */
-	/* a second thread compresses and writes one full stage while the
-	 * caller fills the other */
-	uint8_t *zspare;
-	uint8_t *zjob;		/* full stage handed over, or NULL */
-	size_t zjob_len;
-	bool zquit, zthread;
-	pthread_t zth;
-	pthread_mutex_t zmu;
-	pthread_cond_t zcv;
 };
 
 static int flush(pg_pdw *w)
@@ -117,97 +106,226 @@ static int out_buf(pg_pdw *w, struct pg_buf *b)
 	return out(w, b->p, b->len);
 }
 
-/* One COMPRESSED record per ZFEED-byte piece, flushed whole: perf 6.1
+/* Compression.  The data section is cut into ZSTAGE-byte stages; each
+ * stage is cut into ZFEED-byte pieces and every piece becomes one complete
+ * zstd frame in one COMPRESSED record.  Whole frames keep perf 6.1 happy:
+ * its persistent decompression stream reads concatenated frames, and it
  * rejects a record that decompresses to nothing ("Couldn't decompress
- * data"), so a piece's blocks never straddle two records and the frame is
- * never closed with an empty epilogue record (perf record leaves it open
- * too).  ZFEED is small enough that even incompressible data fits. */
-static int z_drain(pg_pdw *w, const uint8_t *buf, size_t len)
+ * data") or to more than the feature's mmap_len.  Independent frames also
+ * let stages be compressed in parallel: worker threads take full stages
+ * from a ring and write them out strictly in order. */
+#define ZSLOTS 4
+#define ZWORKERS 2
+
+struct zslot {
+	uint8_t *in, *out;
+	size_t in_len, out_len;
+	uint64_t seq;
+	int state;		/* 0 free, 1 full, 2 compressing, 3 compressed */
+};
+
+struct zpool {
+	pg_pdw *w;
+	int level;
+	struct zslot slot[ZSLOTS];
+	uint64_t fill_seq;	/* the stage the caller fills: slot[fill_seq % ZSLOTS] */
+	uint64_t write_seq;	/* next stage to write out */
+	size_t nworkers;
+	pthread_t th[ZWORKERS];
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool quit;
+	int err;
+};
+
+#define ZOUT_CAP (ZSTAGE / ZFEED * (ZREC_MAX + 8))
+
+/* Compresses one stage into COMPRESSED records (little or big endian). */
+static int z_stage(ZSTD_CCtx *cc, int level, bool big_endian, struct zslot *sl)
 {
-	for (size_t at = 0; at < len; at += ZFEED) {
-		size_t n = len - at < ZFEED ? len - at : ZFEED;
-		ZSTD_inBuffer in = { buf + at, n, 0 };
-		ZSTD_outBuffer o = { w->zrec + 8, ZREC_MAX - 8, 0 };
-		size_t left = ZSTD_compressStream2(w->zc, &o, &in, ZSTD_e_flush);
+	sl->out_len = 0;
+	for (size_t at = 0; at < sl->in_len; at += ZFEED) {
+		size_t n = sl->in_len - at < ZFEED ? sl->in_len - at : ZFEED;
+		uint8_t *rec = sl->out + sl->out_len;
+		size_t c = ZSTD_compressCCtx(cc, rec + 8, ZREC_MAX - 8, sl->in + at, n, level);
 		uint32_t type = PG_PERF_RECORD_COMPRESSED;
 		uint16_t misc = 0, size;
 
-		if (ZSTD_isError(left) || left != 0 || in.pos != in.size) {
-			w->err = -EIO;
-			return pg_err(w->diag, w->err, "zstd: %s",
-				      ZSTD_isError(left) ? ZSTD_getErrorName(left)
-							 : "a piece did not fit one record");
-		}
-		size = (uint16_t)(8 + o.pos);
-		if (w->big_endian) {
+		if (ZSTD_isError(c))
+			return -EIO;
+		size = (uint16_t)(8 + c);
+		if (big_endian) {
 			type = __builtin_bswap32(type);
 			size = __builtin_bswap16(size);
 		}
-		memcpy(w->zrec, &type, 4);
-		memcpy(w->zrec + 4, &misc, 2);
-		memcpy(w->zrec + 6, &size, 2);
-		w->zout += 8 + o.pos;
-		if (out(w, w->zrec, 8 + o.pos))
-			return w->err;
+		memcpy(rec, &type, 4);
+		memcpy(rec + 4, &misc, 2);
+		memcpy(rec + 6, &size, 2);
+		sl->out_len += 8 + c;
 	}
 	return 0;
 }
 
+/* With the lock held: writes out the compressed stages that are next. */
+static void z_write_ready(struct zpool *zp)
+{
+	for (;;) {
+		struct zslot *sl = &zp->slot[zp->write_seq % ZSLOTS];
+
+		if (sl->state != 3 || sl->seq != zp->write_seq)
+			return;
+		if (!zp->err) {
+			zp->w->zout += sl->out_len;
+			if (out(zp->w, sl->out, sl->out_len))
+				zp->err = zp->w->err;
+		}
+		sl->state = 0;
+		sl->in_len = 0;
+		zp->write_seq++;
+		pthread_cond_broadcast(&zp->cv);
+	}
+}
+
 static void *z_worker(void *arg)
 {
-	pg_pdw *w = arg;
+	struct zpool *zp = arg;
+	ZSTD_CCtx *cc = ZSTD_createCCtx();
 
-	pthread_mutex_lock(&w->zmu);
+	pthread_mutex_lock(&zp->mu);
+	if (!cc)
+		zp->err = -ENOMEM;
 	for (;;) {
-		while (!w->zjob && !w->zquit)
-			pthread_cond_wait(&w->zcv, &w->zmu);
-		if (!w->zjob)
-			break;
-		pthread_mutex_unlock(&w->zmu);
-		if (!w->err)
-			z_drain(w, w->zjob, w->zjob_len);
-		pthread_mutex_lock(&w->zmu);
-		w->zspare = w->zjob;
-		w->zjob = NULL;
-		pthread_cond_broadcast(&w->zcv);
+		struct zslot *job = NULL;
+
+		for (size_t i = 0; i < ZSLOTS; i++) {
+			struct zslot *sl = &zp->slot[i];
+
+			if (sl->state == 1 && (!job || sl->seq < job->seq))
+				job = sl;
+		}
+		if (!job) {
+			if (zp->quit)
+				break;
+			pthread_cond_wait(&zp->cv, &zp->mu);
+			continue;
+		}
+		job->state = 2;
+		pthread_mutex_unlock(&zp->mu);
+		int r = cc && !zp->err ? z_stage(cc, zp->level, zp->w->big_endian, job) : 0;
+		pthread_mutex_lock(&zp->mu);
+		if (r && !zp->err)
+			zp->err = r;
+		job->state = 3;
+		z_write_ready(zp);
 	}
-	pthread_mutex_unlock(&w->zmu);
+	pthread_mutex_unlock(&zp->mu);
+	ZSTD_freeCCtx(cc);
 	return NULL;
 }
 
-/* Hands the full stage to the worker and takes the spare one. */
-static int z_handoff(pg_pdw *w)
+static struct zslot *z_cur(struct zpool *zp)
 {
-	if (!w->zthread) {
-		int ret = z_drain(w, w->zstage, w->zlen);
-
-		w->zlen = 0;
-		return ret;
-	}
-	pthread_mutex_lock(&w->zmu);
-	while (w->zjob)
-		pthread_cond_wait(&w->zcv, &w->zmu);
-	w->zjob = w->zstage;
-	w->zjob_len = w->zlen;
-	w->zstage = w->zspare;
-	w->zspare = NULL;
-	pthread_cond_broadcast(&w->zcv);
-	pthread_mutex_unlock(&w->zmu);
-	w->zlen = 0;
-	return w->err;
+	return &zp->slot[zp->fill_seq % ZSLOTS];
 }
 
-/* Waits for the worker to finish and stops it. */
-static void z_stop(pg_pdw *w)
+/* Hands the filled stage over and waits for the next slot to be free;
+ * without worker threads the stage is compressed and written here. */
+static int z_handoff(pg_pdw *w)
 {
-	if (!w->zthread)
+	struct zpool *zp = w->zp;
+	struct zslot *sl = z_cur(zp);
+	int err;
+
+	pthread_mutex_lock(&zp->mu);
+	if (!sl->in_len) {
+		err = zp->err;
+		pthread_mutex_unlock(&zp->mu);
+		return err;
+	}
+	sl->seq = zp->fill_seq++;
+	sl->state = 1;
+	if (!zp->nworkers) {
+		ZSTD_CCtx *cc = ZSTD_createCCtx();
+		int r = cc ? z_stage(cc, zp->level, w->big_endian, sl) : -ENOMEM;
+
+		ZSTD_freeCCtx(cc);
+		if (r && !zp->err)
+			zp->err = r;
+		sl->state = 3;
+		z_write_ready(zp);
+	}
+	pthread_cond_broadcast(&zp->cv);
+	while (z_cur(zp)->state != 0)
+		pthread_cond_wait(&zp->cv, &zp->mu);
+	err = zp->err;
+	pthread_mutex_unlock(&zp->mu);
+	return err;
+}
+
+/* Writes out everything staged and stops the workers. */
+static int z_finish(pg_pdw *w)
+{
+	struct zpool *zp = w->zp;
+	int ret = z_handoff(w);
+
+	pthread_mutex_lock(&zp->mu);
+	while (zp->write_seq != zp->fill_seq)
+		pthread_cond_wait(&zp->cv, &zp->mu);
+	zp->quit = true;
+	pthread_cond_broadcast(&zp->cv);
+	pthread_mutex_unlock(&zp->mu);
+	for (size_t i = 0; i < zp->nworkers; i++)
+		pthread_join(zp->th[i], NULL);
+	zp->nworkers = 0;
+	if (zp->err && !ret)
+		ret = zp->err;
+	if (ret)
+		return pg_err(w->diag, ret, "cannot compress the output: %s", strerror(-ret));
+	return 0;
+}
+
+static void z_free(struct zpool *zp)
+{
+	if (!zp)
 		return;
-	pthread_mutex_lock(&w->zmu);
-	w->zquit = true;
-	pthread_cond_broadcast(&w->zcv);
-	pthread_mutex_unlock(&w->zmu);
-	pthread_join(w->zth, NULL);
-	w->zthread = false;
+	pthread_mutex_lock(&zp->mu);
+	zp->quit = true;
+	zp->err = zp->err ? zp->err : -ECANCELED;
+	pthread_cond_broadcast(&zp->cv);
+	pthread_mutex_unlock(&zp->mu);
+	for (size_t i = 0; i < zp->nworkers; i++)
+		pthread_join(zp->th[i], NULL);
+	for (size_t i = 0; i < ZSLOTS; i++) {
+		free(zp->slot[i].in);
+		free(zp->slot[i].out);
+	}
+	pthread_mutex_destroy(&zp->mu);
+	pthread_cond_destroy(&zp->cv);
+	free(zp);
+}
+
+static int z_new(pg_pdw *w, int level)
+{
+	struct zpool *zp = calloc(1, sizeof(*zp));
+
+	if (!zp)
+		return -ENOMEM;
+	zp->w = w;
+	zp->level = level;
+	pthread_mutex_init(&zp->mu, NULL);
+	pthread_cond_init(&zp->cv, NULL);
+	w->zp = zp;
+	for (size_t i = 0; i < ZSLOTS; i++) {
+		zp->slot[i].in = malloc(ZSTAGE);
+		zp->slot[i].out = malloc(ZOUT_CAP);
+		if (!zp->slot[i].in || !zp->slot[i].out)
+			return -ENOMEM;
+	}
+	/* without threads, stages are compressed inline */
+	while (zp->nworkers < ZWORKERS &&
+	       pthread_create(&zp->th[zp->nworkers], NULL, z_worker, zp) == 0)
+		zp->nworkers++;
+	return 0;
 }
 
 /* Data-section bytes: staged for compression when it is on. */
@@ -215,22 +333,26 @@ static int dout(pg_pdw *w, const void *p, uint64_t n)
 {
 	const uint8_t *s = p;
 
-	if (!w->zc)
+	if (!w->zp)
 		return out(w, p, n);
-	if (w->err)
-		return w->err;
 	w->zraw += n;
 	while (n) {
-		size_t k = ZSTAGE - w->zlen;
+		struct zslot *sl = z_cur(w->zp);
+		size_t k = ZSTAGE - sl->in_len;
 
 		if (k > n)
 			k = (size_t)n;
-		memcpy(w->zstage + w->zlen, s, k);
-		w->zlen += k;
+		memcpy(sl->in + sl->in_len, s, k);
+		sl->in_len += k;
 		s += k;
 		n -= k;
-		if (w->zlen == ZSTAGE && z_handoff(w))
-			return w->err;
+		if (sl->in_len == ZSTAGE) {
+			int err = z_handoff(w);
+
+			if (err)
+				return pg_err(w->diag, err, "cannot compress or write the output: %s",
+					      strerror(-err));
+		}
 	}
 	return 0;
 }
@@ -288,22 +410,13 @@ int pg_pdw_open(const char *path, const struct pg_pdw_opts *opts,
 		w->fd = w->of.fd;
 		w->pipe = opts->pipe;
 	}
-	if (opts->compress_level > 0 && !w->pipe) {
-		w->zc = ZSTD_createCStream();
-		w->zstage = malloc(ZSTAGE);
-		w->zspare = malloc(ZSTAGE);
-		w->zrec = malloc(ZREC_MAX);
+	if (opts->compress_level != 0 && !w->pipe) {
 		w->zlevel = opts->compress_level;
-		pthread_mutex_init(&w->zmu, NULL);
-		pthread_cond_init(&w->zcv, NULL);
-		if (!w->zc || !w->zstage || !w->zspare || !w->zrec ||
-		    ZSTD_isError(ZSTD_initCStream(w->zc, opts->compress_level))) {
+		if (z_new(w, opts->compress_level) < 0) {
 			ret = pg_err(diag, -ENOMEM, "zstd: cannot set up compression");
 			pg_pdw_abort(w);
 			return ret;
 		}
-		/* without a thread, compression runs inline */
-		w->zthread = pthread_create(&w->zth, NULL, z_worker, w) == 0;
 	}
 	pg_buf_add(&h, opts->big_endian ? "2ELIFREP" : "PERFILE2", 8);
 	pg_buf_u64(&h, w->pipe ? 16 : FILE_HDR);
@@ -531,16 +644,7 @@ static void free_w(pg_pdw *w)
 	pg_buf_free(&w->attrs);
 	pg_buf_free(&w->build_ids);
 	free(w->buf);
-	z_stop(w);
-	if (w->zc) {
-		pthread_mutex_destroy(&w->zmu);
-		pthread_cond_destroy(&w->zcv);
-	}
-	free(w->zstage);
-	free(w->zspare);
-	free(w->zjob);
-	free(w->zrec);
-	ZSTD_freeCStream(w->zc);
+	z_free(w->zp);
 	if (w->dirfd >= 0)
 		close(w->dirfd);
 	free(w);
@@ -563,15 +667,11 @@ static int finish_file(pg_pdw *w)
 	struct pg_buf t = { .big_endian = w->big_endian };
 	int ret;
 
-	if (w->zc) {	/* the data ends with the compressed stream */
+	if (w->zp) {	/* the data ends with the last compressed stage */
 		struct pg_buf c = { .big_endian = w->big_endian };
 
-		z_stop(w);
-		if (w->err)
-			return w->err;
-		if ((ret = z_drain(w, w->zstage, w->zlen)))
+		if ((ret = z_finish(w)))
 			return ret;
-		w->zlen = 0;
 		data_size = w->pos - w->data_off;
 		pg_buf_u32(&c, 1);		/* version */
 		pg_buf_u32(&c, 1);		/* zstd */
@@ -709,5 +809,13 @@ void pg_pdw_abort(pg_pdw *w)
 
 uint64_t pg_pdw_bytes(const pg_pdw *w)
 {
-	return w->pos;
+	uint64_t pos;
+
+	if (!w->zp)
+		return w->pos;
+	/* the compression workers advance it */
+	pthread_mutex_lock(&w->zp->mu);
+	pos = w->pos;
+	pthread_mutex_unlock(&w->zp->mu);
+	return pos;
 }
