@@ -127,6 +127,26 @@ def exclusive_shares(events):
     return {k: 100.0 * v / total for k, v in excl.items()} if total else {}
 
 
+def busy_ns(events):
+    """Time summed over threads during which a thread's stack was not empty."""
+    stacks = collections.defaultdict(list)
+    last = {}
+    busy = 0
+    for tid, t, kind, f, _rest in events:
+        if kind not in ("function_entry", "function_exit", "tail_exit"):
+            continue
+        if "no_entry" in f.get("flags", ""):
+            continue
+        stk = stacks[tid]
+        if stk:
+            busy += t - last[tid]
+        last[tid] = t
+        del stk[int(f["depth"]):]
+        if kind == "function_entry":
+            stk.append(f["name"])
+    return busy
+
+
 def report_shares(data, buildid_dir):
     p = subprocess.run(["perf", "--buildid-dir", buildid_dir, "report", "-i", data,
                         "--no-children", "--sort", "sym", "--stdio", "-g", "none",
@@ -219,11 +239,11 @@ class XrayRealTraces(unittest.TestCase):
                 want = exclusive_shares(evs)
                 if not want:
                     continue
-                times = [t for _tid, t, _k, _f, _r in evs]
-                span_ns = max(times) - min(times)
                 extra = ["--no-events"]
                 if name != "fdr-workload":
-                    freq = min(10**9, max(1, int(MIN_SAMPLES * 1e9 / max(span_ns, 1))))
+                    # a grid fine enough for MIN_SAMPLES samples over the
+                    # time the threads spent in instrumented code
+                    freq = min(10**9, max(1, int(MIN_SAMPLES * 1e9 / max(busy_ns(evs), 1))))
                     extra += ["-F", str(freq)]
                 data, _ = self.convert(name, *extra, tag=".samples")
                 got = report_shares(data, self.buildid)
