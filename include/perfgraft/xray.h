@@ -103,6 +103,8 @@ const struct pg_xr_header *pg_xray_header(const pg_xray *t);
  * header is unusable).  Damage inside the data is a warning. */
 int pg_xray_next(pg_xray *t, struct pg_xr_record *rec);
 void pg_xray_stats(const pg_xray *t, struct pg_xray_stats *st);
+/* FDR buffers or basic chunks in the file (stats.buffers: those begun) */
+size_t pg_xray_buffer_count(const pg_xray *t);
 void pg_xray_close(pg_xray *t);
 /* Does the buffer start like an XRay trace header? */
 bool pg_xray_probe(const void *buf, size_t len);
@@ -159,6 +161,9 @@ struct pg_xray_opts {
 	uint64_t max_gap_ns;
 	/* file output: zstd level of the data (perf record -z's format); 0: off */
 	int compress_level;
+	/* called now and then with the fraction of the traces read */
+	void (*progress)(void *ctx, double done);
+	void *progress_ctx;
 };
 
 #define PG_XRAY_DEFAULT_MAX_GAP_NS 60000000000ull

@@ -67,6 +67,14 @@ static int list_functions(const char *bin, struct cli_warnings *w)
 	return 0;
 }
 
+static void progress(void *ctx, double done)
+{
+	double *next = ctx;
+
+	if (progress_due(next))
+		fprintf(stderr, "\rperfgraft: xray: %3d%%", (int)(100 * done));
+}
+
 int cmd_xray(int argc, char **argv)
 {
 	enum { OPT_NO_EVENTS = 256, OPT_NO_SAMPLES, OPT_PIPE, OPT_FUNCTIONS, OPT_MAX_GAP };
@@ -89,7 +97,7 @@ int cmd_xray(int argc, char **argv)
 	struct pg_xray_convert_stats st;
 	struct cli_warnings w = { 0 };
 	struct pg_diag diag;
-	double t0 = now_seconds();
+	double t0 = now_seconds(), next_progress = 0;
 	bool quiet = false, functions = false;
 	char *end;
 	int c, ret;
@@ -151,7 +159,11 @@ int cmd_xray(int argc, char **argv)
 	xo.traces = (const char *const *)argv + optind;
 	xo.ntraces = (size_t)(argc - optind);
 	cli_diag_init(&diag, &w);
+	xo.progress = progress;
+	xo.progress_ctx = &next_progress;
 	ret = pg_xray_convert(&xo, &diag, &st);
+	if (next_progress > 0)
+		fprintf(stderr, "\r\033[K");
 	cli_warnings_flush(&w);
 	if (ret < 0) {
 		cli_error("%s", diag.err);

@@ -825,6 +825,7 @@ static int next_in(struct conv *cv, size_t i)
 static int run(struct conv *cv)
 {
 	const struct pg_xray_opts *o = cv->o;
+	uint64_t nrec = 0;
 	int ret;
 
 	for (size_t i = 0; i < o->ntraces; i++) {
@@ -859,6 +860,18 @@ static int run(struct conv *cv)
 		if ((ret = handle(cv, (uint32_t)best, &cv->in[best].la, cv->in[best].la_ns)) < 0 ||
 		    (ret = next_in(cv, best)) < 0)
 			return ret;
+		if (o->progress && !(++nrec & 0xffff)) {
+			uint64_t begun = 0, all = 0;
+
+			for (size_t i = 0; i < cv->nin; i++) {
+				struct pg_xray_stats s;
+
+				pg_xray_stats(cv->in[i].t, &s);
+				begun += s.buffers;
+				all += pg_xray_buffer_count(cv->in[i].t);
+			}
+			o->progress(o->progress_ctx, all ? (double)begun / all : 0);
+		}
 	}
 	/* every stack was closed by its THREAD_END: nothing left to sample */
 	for (size_t i = 0; i < cv->nin; i++) {

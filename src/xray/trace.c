@@ -1056,6 +1056,11 @@ void pg_xray_stats(const pg_xray *t, struct pg_xray_stats *st)
 	*st = t->st;
 }
 
+size_t pg_xray_buffer_count(const pg_xray *t)
+{
+	return t->nsegs;
+}
+
 void pg_xray_close(pg_xray *t)
 {
 	if (!t)
