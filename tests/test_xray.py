@@ -104,12 +104,11 @@ def account_from_events(events):
     return acc
 
 
-def exclusive_shares(events):
-    """Exclusive time per function (by perf's name), in percent, from the
-    events' times and depths."""
+def intervals(events):
+    """(tid, ns, stack) for every stretch between two function events of a
+    thread during which its stack (names, outermost first) was not empty."""
     stacks = collections.defaultdict(list)
     last = {}
-    excl = collections.Counter()
     for tid, t, kind, f, _rest in events:
         if kind not in ("function_entry", "function_exit", "tail_exit"):
             continue
@@ -117,34 +116,25 @@ def exclusive_shares(events):
             continue
         stk = stacks[tid]
         if stk:
-            excl[strip_params(stk[-1])] += t - last[tid]
+            yield tid, t - last[tid], stk
         last[tid] = t
-        depth = int(f["depth"])
-        del stk[depth:]
+        del stk[int(f["depth"]):]
         if kind == "function_entry":
             stk.append(f["name"])
+
+
+def exclusive_shares(events):
+    """Exclusive time per function (by perf's name), in percent."""
+    excl = collections.Counter()
+    for _tid, dt, stk in intervals(events):
+        excl[strip_params(stk[-1])] += dt
     total = sum(excl.values())
     return {k: 100.0 * v / total for k, v in excl.items()} if total else {}
 
 
 def busy_ns(events):
     """Time summed over threads during which a thread's stack was not empty."""
-    stacks = collections.defaultdict(list)
-    last = {}
-    busy = 0
-    for tid, t, kind, f, _rest in events:
-        if kind not in ("function_entry", "function_exit", "tail_exit"):
-            continue
-        if "no_entry" in f.get("flags", ""):
-            continue
-        stk = stacks[tid]
-        if stk:
-            busy += t - last[tid]
-        last[tid] = t
-        del stk[int(f["depth"]):]
-        if kind == "function_entry":
-            stk.append(f["name"])
-    return busy
+    return sum(dt for _tid, dt, _stk in intervals(events))
 
 
 def report_shares(data, buildid_dir):
@@ -270,22 +260,10 @@ class XrayRealTraces(unittest.TestCase):
         # two events of a thread counts for each function on its stack
         incl = collections.Counter()
         total = 0
-        stacks = collections.defaultdict(list)
-        last = {}
-        for tid, t, kind, f, _r in self.events("fdr-workload"):
-            if kind not in ("function_entry", "function_exit", "tail_exit"):
-                continue
-            if "no_entry" in f.get("flags", ""):
-                continue
-            stk = stacks[tid]
-            if stk:
-                total += t - last[tid]
-                for fn in set(stk):
-                    incl[strip_params(fn)] += t - last[tid]
-            last[tid] = t
-            del stk[int(f["depth"]):]
-            if kind == "function_entry":
-                stk.append(f["name"])
+        for _tid, dt, stk in intervals(self.events("fdr-workload")):
+            total += dt
+            for fn in set(stk):
+                incl[strip_params(fn)] += dt
         self.assertEqual(set(incl), set(rows))
         for fn, ns in incl.items():
             self.assertLessEqual(abs(100.0 * ns / total - rows[fn][0]), 1.0,
