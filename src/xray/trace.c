@@ -100,6 +100,8 @@ struct pg_xray {
 	uint32_t *heap;
 	size_t nheap;
 	bool started;
+	uint64_t since_release;	/* bytes of segments begun since the last sweep */
+	struct { uint64_t lo, hi; } *active;	/* scratch for the sweep */
 };
 
 static uint16_t rd16(const pg_xray *t, uint64_t off)
@@ -407,6 +409,7 @@ static void cursor_start(pg_xray *t, struct cursor *c, const struct seg *s)
 	c->tid = s->tid;
 	c->truncated = s->truncated;
 	t->st.buffers++;
+	t->since_release += s->end - s->off;
 }
 
 static void stop_damaged(pg_xray *t, struct cursor *c)
@@ -911,6 +914,42 @@ static int assign_threads(pg_xray *t)
 	return 0;
 }
 
+static int range_cmp(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+
+	return *x < *y ? -1 : *x > *y;
+}
+
+/* Every 32 MB of buffers begun, hands back the whole mapping but the
+ * threads' current buffers: the kernel maps pages around each fault, and
+ * pages of buffers already read would otherwise stay resident. */
+static void sweep(pg_xray *t)
+{
+	size_t n = 0;
+	uint64_t at = 0;
+
+	if (!t->mapped || t->since_release < (32u << 20))
+		return;
+	t->since_release = 0;
+	if (!t->active && !(t->active = malloc((t->nthreads ? t->nthreads : 1) * sizeof(*t->active))))
+		return;
+	for (size_t i = 0; i < t->nthreads; i++)
+		if (t->threads[i].in_seg) {
+			t->active[n].lo = t->threads[i].c.start;
+			t->active[n].hi = t->threads[i].c.end;
+			n++;
+		}
+	qsort(t->active, n, sizeof(*t->active), range_cmp);
+	for (size_t i = 0; i < n; i++) {
+		release(t, at, t->active[i].lo & ~4095ull);
+		if (pg_align(t->active[i].hi, 4096) > at)
+			at = pg_align(t->active[i].hi, 4096);
+	}
+	if (at < t->size)
+		release(t, at, t->size);
+}
+
 static void time_order_init(pg_xray *t)
 {
 	size_t i;
@@ -937,6 +976,7 @@ static int time_order_next(pg_xray *t, struct pg_xr_record *r)
 
 	if (!t->started)
 		time_order_init(t);
+	sweep(t);
 	if (!t->nheap)
 		return 0;
 	top = t->heap[0];
@@ -1071,6 +1111,7 @@ void pg_xray_close(pg_xray *t)
 	free(t->threads);
 	free(t->seg_sorted);
 	free(t->heap);
+	free(t->active);
 	free(t->name);
 	free(t);
 }
