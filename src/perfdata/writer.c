@@ -24,7 +24,7 @@
  * record decompresses to more than ZMMAP_LEN, the buffer perf 6.1
  * decompresses each into (the COMPRESSED feature's mmap_len). */
 #define ZSTAGE (1u << 20)
-#define ZFEED (1u << 15)
+#define ZFEED 65000u		/* ZSTD_compressBound(ZFEED) fits a record */
 #define ZMMAP_LEN (1u << 16)
 #define ZREC_MAX 65528u		/* 8-aligned, under the u16 record size */
 
@@ -138,7 +138,7 @@ struct zpool {
 	int err;
 };
 
-#define ZOUT_CAP (ZSTAGE / ZFEED * (ZREC_MAX + 8))
+#define ZOUT_CAP ((ZSTAGE + ZFEED - 1) / ZFEED * (ZREC_MAX + 8))
 
 /* Compresses one stage into COMPRESSED records (little or big endian). */
 static int z_stage(ZSTD_CCtx *cc, int level, bool big_endian, struct zslot *sl)
@@ -306,8 +306,11 @@ static void z_free(struct zpool *zp)
 
 static int z_new(pg_pdw *w, int level)
 {
-	struct zpool *zp = calloc(1, sizeof(*zp));
+	struct zpool *zp;
 
+	if (ZSTD_compressBound(ZFEED) > ZREC_MAX - 8)	/* one record a piece */
+		return -EINVAL;
+	zp = calloc(1, sizeof(*zp));
 	if (!zp)
 		return -ENOMEM;
 	zp->w = w;
