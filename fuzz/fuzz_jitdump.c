@@ -24,22 +24,9 @@
 #include <perfgraft/jitdump.h>
 #include <perfgraft/elfimage.h>
 #include "fuzz_tmpdir.h"
+#include "fuzz_touch.h"
 
 static unsigned long stray_files;
-
-/* Keeps the compiler from dropping the reads. */
-static volatile uint64_t sink;
-
-static uint64_t touch_str(const char *s)
-{
-	uint64_t sum = 0;
-
-	if (!s)
-		return 0;
-	for (; *s; s++)
-		sum += (unsigned char)*s;
-	return sum + 1;
-}
 
 static uint64_t touch_bytes(const uint8_t *p, uint64_t n)
 {

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "fuzz_tmpdir.h"
+#include "fuzz_touch.h"
 #include <perfgraft/common.h>
 #include <perfgraft/perfdata.h>
 
@@ -45,9 +46,6 @@
 static int pad_header;
 static char outpath[sizeof(fuzz_tmpdir) + 16];
 
-/* Keeps the compiler from dropping the reads. */
-static volatile uint64_t sink;
-
 static uint64_t touch_bytes(const uint8_t *p, uint64_t n)
 {
 	uint64_t sum = 0;
@@ -57,17 +55,6 @@ static uint64_t touch_bytes(const uint8_t *p, uint64_t n)
 	for (uint64_t i = 0; i < n; i++)
 		sum += p[i];
 	return sum;
-}
-
-static uint64_t touch_str(const char *s)
-{
-	uint64_t sum = 0;
-
-	if (!s)
-		return 0;
-	for (; *s; s++)
-		sum += (unsigned char)*s;
-	return sum + 1;
 }
 
 static uint64_t touch_meta(const pg_perfdata *pd)

@@ -5,11 +5,9 @@
  * lookups, demangling and the libdw line lookups), then every function it
  * reports is read back in full. */
 #include <stdint.h>
-#include <string.h>
 
 #include <perfgraft/xray.h>
-
-static volatile uint64_t sink;
+#include "fuzz_touch.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -23,11 +21,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		if (!f)
 			continue;
-		sink += f->addr + f->size + strlen(f->name) + f->line + f->column;
-		if (f->file)
-			sink += strlen(f->file);
-		if (f->linkage_name)
-			sink += strlen(f->linkage_name);
+		sink += f->addr + f->size + touch_str(f->name) + f->line + f->column +
+			touch_str(f->file) + touch_str(f->linkage_name);
 	}
 	sink += pg_xray_map_binary(m)->text_size;
 	pg_xray_map_close(m);

@@ -54,7 +54,6 @@ struct pg_pdw {
 	struct pg_buf build_ids;	/* file mode BUILD_ID feature entries */
 	int err;
 	struct zpool *zp;	/* data compression, or NULL */
-	int zlevel;
 	uint64_t zraw, zout;	/* bytes staged, bytes of COMPRESSED records */
 };
 
@@ -414,7 +413,6 @@ int pg_pdw_open(const char *path, const struct pg_pdw_opts *opts,
 		w->pipe = opts->pipe;
 	}
 	if (opts->compress_level != 0 && !w->pipe) {
-		w->zlevel = opts->compress_level;
 		if (z_new(w, opts->compress_level) < 0) {
 			ret = pg_err(diag, -ENOMEM, "zstd: cannot set up compression");
 			pg_pdw_abort(w);
@@ -678,7 +676,7 @@ static int finish_file(pg_pdw *w)
 		data_size = w->pos - w->data_off;
 		pg_buf_u32(&c, 1);		/* version */
 		pg_buf_u32(&c, 1);		/* zstd */
-		pg_buf_u32(&c, (uint32_t)w->zlevel);
+		pg_buf_u32(&c, (uint32_t)w->zp->level);
 		pg_buf_u32(&c, (uint32_t)(w->zout ? (w->zraw + w->zout / 2) / w->zout : 0));
 		pg_buf_u32(&c, ZMMAP_LEN);
 		ret = c.oom ? pg_err(w->diag, -ENOMEM, "out of memory")

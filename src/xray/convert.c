@@ -244,16 +244,18 @@ static void tp_start(struct conv *cv, int attr, const struct thread *th, uint64_
 
 #define RAW_AT 48	/* offset of the RAW size field in tp_start's layout */
 
-/* Appends the dynamic data after `fixed` bytes of raw data, whose
- * __data_loc word sits at raw offset loc_at; pads so that the RAW size
- * field plus data stays 8-aligned. */
-static int tp_end(struct conv *cv, size_t loc_at, const void *dyn, size_t dlen)
+/* Appends the dynamic data (plus a NUL when nul) after the fixed raw
+ * fields, whose __data_loc word sits at raw offset loc_at; pads so that the
+ * RAW size field plus data stays 8-aligned. */
+static int tp_end(struct conv *cv, size_t loc_at, const void *dyn, size_t dlen, bool nul)
 {
 	size_t raw0 = RAW_AT + 4, fixed = cv->rl - raw0;
-	uint32_t loc = htole32((uint32_t)(dlen << 16 | fixed)), rs;
+	uint32_t loc = htole32((uint32_t)((dlen + nul) << 16 | fixed)), rs;
 
 	memcpy(cv->rb + raw0 + loc_at, &loc, 4);
 	radd(cv, dyn, dlen);
+	if (nul)
+		r8(cv, 0);
 	while ((cv->rl - RAW_AT) % 8)
 		r8(cv, 0);
 	rs = htole32((uint32_t)(cv->rl - raw0));
@@ -261,21 +263,10 @@ static int tp_end(struct conv *cv, size_t loc_at, const void *dyn, size_t dlen)
 	return rec_end(cv);
 }
 
-/* tp_end for a NUL-terminated name, cut at MAX_NAME bytes */
+/* tp_end for a function name, cut at MAX_NAME bytes */
 static int tp_end_name(struct conv *cv, size_t loc_at, const char *name)
 {
-	size_t n = strnlen(name, MAX_NAME);
-	size_t raw0 = RAW_AT + 4, fixed = cv->rl - raw0;
-	uint32_t loc = htole32((uint32_t)((n + 1) << 16 | fixed)), rs;
-
-	memcpy(cv->rb + raw0 + loc_at, &loc, 4);
-	radd(cv, name, n);
-	r8(cv, 0);
-	while ((cv->rl - RAW_AT) % 8)
-		r8(cv, 0);
-	rs = htole32((uint32_t)(cv->rl - raw0));
-	memcpy(cv->rb + RAW_AT, &rs, 4);
-	return rec_end(cv);
+	return tp_end(cv, loc_at, name, strnlen(name, MAX_NAME), true);
 }
 
 static int ev_entry(struct conv *cv, const struct thread *th, const struct pg_xr_record *r,
@@ -339,7 +330,7 @@ static int ev_payload(struct conv *cv, const struct thread *th, const struct pg_
 		r32(cv, r->event_type);
 	r32(cv, 0);
 	cv->st->events++;
-	return tp_end(cv, typed ? 24 : 20, r->payload, n);
+	return tp_end(cv, typed ? 24 : 20, r->payload, n, false);
 }
 
 static int emit_sample(struct conv *cv, struct thread *th, uint64_t time)
@@ -527,10 +518,16 @@ static int emit_comm(struct conv *cv, struct thread *th, uint64_t time)
 	return rec_end(cv);
 }
 
+static size_t thread_slot(uint32_t trace, uint32_t pid, uint32_t tid, size_t nslots)
+{
+	uint64_t k = ((uint64_t)trace * 0x100000001b3ull) ^ ((uint64_t)pid << 32 | tid);
+
+	return (size_t)(k * 0x9E3779B97F4A7C15ull >> 17) & (nslots - 1);
+}
+
 static int get_thread(struct conv *cv, uint32_t trace, const struct pg_xr_record *r,
 		      struct thread **out, uint64_t time)
 {
-	uint64_t key = ((uint64_t)trace * 0x100000001b3ull) ^ ((uint64_t)r->pid << 32 | r->tid);
 	size_t h;
 	struct thread *th;
 	int ret;
@@ -543,10 +540,8 @@ static int get_thread(struct conv *cv, uint32_t trace, const struct pg_xr_record
 			return pg_err(cv->diag, -ENOMEM, "out of memory");
 		for (size_t i = 0; i < cv->nthreads; i++) {
 			const struct thread *t = &cv->threads[i];
-			uint64_t k = ((uint64_t)t->trace * 0x100000001b3ull) ^
-				     ((uint64_t)t->pid << 32 | t->tid);
 
-			h = (size_t)(k * 0x9E3779B97F4A7C15ull >> 17) & (ns - 1);
+			h = thread_slot(t->trace, t->pid, t->tid, ns);
 			while (s[h])
 				h = (h + 1) & (ns - 1);
 			s[h] = (uint32_t)i + 1;
@@ -555,7 +550,7 @@ static int get_thread(struct conv *cv, uint32_t trace, const struct pg_xr_record
 		cv->slots = s;
 		cv->nslots = ns;
 	}
-	h = (size_t)(key * 0x9E3779B97F4A7C15ull >> 17) & (cv->nslots - 1);
+	h = thread_slot(trace, r->pid, r->tid, cv->nslots);
 	while (cv->slots[h]) {
 		th = &cv->threads[cv->slots[h] - 1];
 		if (th->trace == trace && th->pid == r->pid && th->tid == r->tid) {

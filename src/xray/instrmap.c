@@ -417,15 +417,20 @@ static int name_funcs(pg_xray_map *m, struct pg_diag *diag)
 	return 0;
 }
 
-static int map_common(pg_xray_map *m, struct pg_diag *diag)
+/* Reads the map of an opened ELF; closes m on failure. */
+static int map_common(pg_xray_map *m, struct pg_diag *diag, pg_xray_map **out)
 {
 	int ret;
 
 	if (elf_kind(m->elf) != ELF_K_ELF)
-		return pg_err(diag, -EINVAL, "%s: offset 0: not an ELF file", m->name);
-	if ((ret = read_binary_info(m, diag)) < 0 || (ret = read_map(m, diag)) < 0 ||
-	    (ret = name_funcs(m, diag)) < 0)
+		ret = pg_err(diag, -EINVAL, "%s: offset 0: not an ELF file", m->name);
+	else if ((ret = read_binary_info(m, diag)) >= 0 && (ret = read_map(m, diag)) >= 0)
+		ret = name_funcs(m, diag);
+	if (ret < 0) {
+		pg_xray_map_close(m);
 		return ret;
+	}
+	*out = m;
 	return 0;
 }
 
@@ -450,12 +455,7 @@ int pg_xray_map_open_mem(const void *buf, size_t len, const char *name,
 		pg_xray_map_close(m);
 		return ret;
 	}
-	if ((ret = map_common(m, diag)) < 0) {
-		pg_xray_map_close(m);
-		return ret;
-	}
-	*out = m;
-	return 0;
+	return map_common(m, diag, out);
 }
 
 int pg_xray_map_open(const char *binary, struct pg_diag *diag, pg_xray_map **out)
@@ -486,12 +486,7 @@ int pg_xray_map_open(const char *binary, struct pg_diag *diag, pg_xray_map **out
 		pg_xray_map_close(m);
 		return ret;
 	}
-	if ((ret = map_common(m, diag)) < 0) {
-		pg_xray_map_close(m);
-		return ret;
-	}
-	*out = m;
-	return 0;
+	return map_common(m, diag, out);
 }
 
 size_t pg_xray_map_count(const pg_xray_map *m)

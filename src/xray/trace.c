@@ -11,13 +11,10 @@
  * memory stays O(segments + threads) whatever the trace's length. */
 #include <errno.h>
 #include <stddef.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <byteswap.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 
 #include <perfgraft/xray.h>
 #include "util/util.h"
@@ -132,15 +129,13 @@ static uint64_t rd64(const pg_xray *t, uint64_t off)
  * orders: big-endian traces are read as llvm-xray reads them, with the
  * little-endian bit-fields and every multi-byte field swapped.  (The
  * format document's big-endian bit order has no producer and no reader.) */
-static bool is_metadata(const pg_xray *t, uint8_t b)
+static bool is_metadata(uint8_t b)
 {
-	(void)t;
 	return b & 1;
 }
 
-static unsigned md_kind(const pg_xray *t, uint8_t b)
+static unsigned md_kind(uint8_t b)
 {
-	(void)t;
 	return b >> 1;
 }
 
@@ -173,20 +168,21 @@ static bool version_ok(uint16_t type, uint16_t version)
 				   : type == PG_XRAY_BASIC && version >= 1 && version <= 3;
 }
 
+/* 0: a little-endian header, 1: big-endian, -1: neither */
+static int header_order(const uint8_t *p, size_t len)
+{
+	if (len < 4)
+		return -1;
+	if (version_ok((uint16_t)(p[2] | p[3] << 8), (uint16_t)(p[0] | p[1] << 8)))
+		return 0;
+	if (version_ok((uint16_t)(p[3] | p[2] << 8), (uint16_t)(p[1] | p[0] << 8)))
+		return 1;
+	return -1;
+}
+
 bool pg_xray_probe(const void *buf, size_t len)
 {
-	const uint8_t *p = buf;
-	uint16_t v, ty;
-
-	if (len < 4)
-		return false;
-	v = (uint16_t)(p[0] | p[1] << 8);
-	ty = (uint16_t)(p[2] | p[3] << 8);
-	if (version_ok(ty, v))
-		return true;
-	v = (uint16_t)(p[1] | p[0] << 8);
-	ty = (uint16_t)(p[3] | p[2] << 8);
-	return version_ok(ty, v);
+	return header_order(buf, len) >= 0;
 }
 
 /* A segment read to its end: give its pages back, so that resident memory
@@ -233,9 +229,9 @@ static void fdr_preamble(pg_xray *t, struct seg *s)
 	for (int n = 0; n < 8 && p + MD_SIZE <= s->end; n++) {
 		uint8_t b = t->base[p];
 
-		if (!is_metadata(t, b))
+		if (!is_metadata(b))
 			break;
-		switch (md_kind(t, b)) {
+		switch (md_kind(b)) {
 		case MD_EXTENTS:
 		case MD_WALLCLOCK:
 			break;
@@ -309,16 +305,16 @@ static int index_fdr(pg_xray *t)
 			t->st.truncated_bytes += size - p;
 			break;
 		}
-		if (!is_metadata(t, t->base[p]) || md_kind(t, t->base[p]) != MD_EXTENTS) {
+		if (!is_metadata(t->base[p]) || md_kind(t->base[p]) != MD_EXTENTS) {
 			/* lost sync: look for the next extents record that is
 			 * followed by a NewBuffer, never inside this data */
 			uint64_t q;
 
 			for (q = p + 1; q + 2 * MD_SIZE <= size; q++)
-				if (is_metadata(t, t->base[q]) &&
-				    md_kind(t, t->base[q]) == MD_EXTENTS &&
-				    is_metadata(t, t->base[q + MD_SIZE]) &&
-				    md_kind(t, t->base[q + MD_SIZE]) == MD_NEW_BUFFER)
+				if (is_metadata(t->base[q]) &&
+				    md_kind(t->base[q]) == MD_EXTENTS &&
+				    is_metadata(t->base[q + MD_SIZE]) &&
+				    md_kind(t->base[q + MD_SIZE]) == MD_NEW_BUFFER)
 					break;
 			if (q + 2 * MD_SIZE > size)
 				q = size;
@@ -432,8 +428,8 @@ static void cut_record(pg_xray *t, struct cursor *c, uint64_t need)
 
 static bool is_call_arg(const pg_xray *t, const struct cursor *c, uint64_t p)
 {
-	return p + MD_SIZE <= c->end && is_metadata(t, t->base[p]) &&
-	       md_kind(t, t->base[p]) == MD_CALL_ARG;
+	return p + MD_SIZE <= c->end && is_metadata(t->base[p]) &&
+	       md_kind(t->base[p]) == MD_CALL_ARG;
 }
 
 /* Attaches the CallArgument records after a function record at p; returns
@@ -518,7 +514,7 @@ static int fdr_next(pg_xray *t, struct cursor *c, struct pg_xr_record *r, bool a
 		uint8_t b = t->base[p];
 
 		rec_clear(r, p);
-		if (!is_metadata(t, b)) {
+		if (!is_metadata(b)) {
 			uint32_t w, action;
 
 			if (left < FN_SIZE) {
@@ -562,7 +558,7 @@ static int fdr_next(pg_xray *t, struct cursor *c, struct pg_xr_record *r, bool a
 		}
 		r->size = MD_SIZE;
 		c->pos = p + MD_SIZE;
-		switch (md_kind(t, b)) {
+		switch (md_kind(b)) {
 		case MD_NEW_BUFFER:
 			if (c->body) {
 				/* a second thread inside one buffer: not a layout any
@@ -633,7 +629,7 @@ static int fdr_next(pg_xray *t, struct cursor *c, struct pg_xr_record *r, bool a
 			break;
 		case MD_CUSTOM:
 		case MD_TYPED: {
-			bool typed = md_kind(t, b) == MD_TYPED;
+			bool typed = md_kind(b) == MD_TYPED;
 			int32_t sz = (int32_t)rd32(t, p + 1);
 
 			if (typed && v < 3) {
@@ -676,7 +672,7 @@ static int fdr_next(pg_xray *t, struct cursor *c, struct pg_xr_record *r, bool a
 		}
 		default:
 			pg_warn(t->diag, "%s: offset %llu: invalid metadata record kind %u; rest of the buffer skipped",
-				t->name, (unsigned long long)p, md_kind(t, b));
+				t->name, (unsigned long long)p, md_kind(b));
 			stop_damaged(t, c);
 			return 0;
 		}
@@ -998,7 +994,7 @@ static int open_common(pg_xray *t, const char *name, unsigned flags, struct pg_d
 		       pg_xray **out)
 {
 	struct pg_xr_header *h = &t->hdr;
-	int ret;
+	int ret, order;
 
 	t->flags = flags;
 	t->diag = diag;
@@ -1012,7 +1008,8 @@ static int open_common(pg_xray *t, const char *name, unsigned flags, struct pg_d
 			     name, t->size);
 		goto fail;
 	}
-	if (!pg_xray_probe(t->base, t->size)) {
+	order = header_order(t->base, t->size);
+	if (order < 0) {
 		uint16_t v, ty;
 
 		memcpy(&v, t->base, 2);
@@ -1025,14 +1022,9 @@ static int open_common(pg_xray *t, const char *name, unsigned flags, struct pg_d
 				     name, ty);
 		goto fail;
 	}
-	t->be = false;
+	t->be = order == 1;
 	h->version = rd16(t, 0);
 	h->type = rd16(t, 2);
-	if (!version_ok(h->type, h->version)) {
-		t->be = true;
-		h->version = rd16(t, 0);
-		h->type = rd16(t, 2);
-	}
 	h->big_endian = t->be;
 	/* only two bits mean anything; LLVM 14 basic mode leaves 0xff here */
 	h->flags = rd32(t, 4) & 3;
