@@ -23,6 +23,7 @@ CLI contract under test:
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 import tempfile
@@ -442,6 +443,47 @@ class XrayEdgeTest(unittest.TestCase):
         self.dump(self.path("fdr-v5-le"), cache=False)
         self.dump(self.path("basic-v3-le"), True, cache=False)
         self.assertEqual(sorted(os.listdir(self.gendir)), before)
+
+
+    def test_output_to_fifo_and_device(self):
+        """-o on a FIFO or a device writes into it: renaming a finished file
+        onto the name (how regular outputs are made atomic) would replace
+        the node itself, /dev/null included."""
+        self.need_binary()
+        trace = self.path("fdr-v5-le")
+        d = tempfile.mkdtemp(dir=self.tmp)
+        fifo = os.path.join(d, "fifo")
+        os.mkfifo(fifo)
+        # the pipe form streams into the FIFO; a reader drains it
+        got = os.path.join(self.tmp, "from-fifo.data")
+        with open(got, "wb") as sink:
+            reader = subprocess.Popen(["cat", fifo], stdout=sink)
+            p = subprocess.run([PERFGRAFT, "xray", trace, "--pipe", "-o", fifo],
+                               capture_output=True, text=True, timeout=120)
+            reader.wait(timeout=120)
+        with open(got, "rb") as f:
+            data = f.read()
+        os.unlink(got)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(data.startswith(b"PERFILE2"), data[:16])
+        m = re.search(r"written \(([\d.]+) MB\)", p.stderr)
+        self.assertTrue(m, p.stderr)
+        self.assertAlmostEqual(len(data) / 1e6, float(m.group(1)), delta=0.06)
+        # the file form must seek back to its header: refused, FIFO intact
+        reader = subprocess.Popen(["cat", fifo], stdout=subprocess.DEVNULL)
+        p = subprocess.run([PERFGRAFT, "xray", trace, "-o", fifo],
+                           capture_output=True, text=True, timeout=120)
+        reader.wait(timeout=120)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("use the pipe form (--pipe)", p.stderr)
+        self.assertTrue(stat.S_ISFIFO(os.stat(fifo).st_mode))
+        self.assertEqual(sorted(os.listdir(d)), ["fifo"])
+        # a character device (seekable): written in place, still a device
+        p = subprocess.run([PERFGRAFT, "xray", trace, "-o", "/dev/null"],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(stat.S_ISCHR(os.stat("/dev/null").st_mode),
+                        "perfgraft replaced /dev/null")
 
 
 class XrayGeneratorTest(unittest.TestCase):

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <zstd.h>
 
 #include <perfgraft/perfdata.h>
@@ -113,7 +115,7 @@ static int out_buf(pg_pdw *w, struct pg_buf *b)
  * data") or to more than the feature's mmap_len.  Independent frames also
  * let stages be compressed in parallel: worker threads take full stages
  * from a ring and write them out strictly in order. */
-#define ZSLOTS 4
+#define ZSLOTS 8
 #define ZWORKERS 2
 
 struct zslot {
@@ -189,6 +191,18 @@ static void *z_worker(void *arg)
 {
 	struct zpool *zp = arg;
 	ZSTD_CCtx *cc = ZSTD_createCCtx();
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+
+	int prio;
+
+	/* The thread producing the records is the critical path: with few
+	 * cores, equal shares starve it while the workers wait for its
+	 * stages.  A lower priority for the workers alone (best effort) lets
+	 * it keep a core; they take the rest and catch up when it blocks. */
+	errno = 0;
+	prio = getpriority(PRIO_PROCESS, (id_t)tid);
+	if (!(prio == -1 && errno))
+		(void)setpriority(PRIO_PROCESS, (id_t)tid, prio + 10 > 19 ? 19 : prio + 10);
 
 	pthread_mutex_lock(&zp->mu);
 	if (!cc)
@@ -411,6 +425,13 @@ int pg_pdw_open(const char *path, const struct pg_pdw_opts *opts,
 		}
 		w->fd = w->of.fd;
 		w->pipe = opts->pipe;
+		/* The file form rewrites its header at the end. */
+		if (!w->pipe && w->of.direct && lseek(w->fd, 0, SEEK_CUR) < 0) {
+			ret = pg_err(diag, -ESPIPE, "%s: cannot seek in this output: "
+				     "use the pipe form (--pipe)", path);
+			pg_pdw_abort(w);
+			return ret;
+		}
 	}
 	if (opts->compress_level != 0 && !w->pipe) {
 		if (z_new(w, opts->compress_level) < 0) {

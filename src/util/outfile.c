@@ -19,6 +19,19 @@ int pg_outfile_open(struct pg_outfile *f, int dirfd, const char *name,
 	f->dirfd = dirfd;
 	if (!n || strchr(name, '/'))
 		return pg_err(d, -EINVAL, "invalid output file name '%s'", name);
+	/* A device, FIFO or socket (/dev/null, a named pipe) is written in
+	 * place: renaming a file onto it would replace the node itself. */
+	struct stat st;
+
+	if (fstatat(dirfd, name, &st, 0) == 0 && !S_ISREG(st.st_mode)) {
+		if (S_ISDIR(st.st_mode))
+			return pg_err(d, -EISDIR, "'%s' is a directory", name);
+		f->fd = openat(dirfd, name, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+		if (f->fd < 0)
+			return pg_err(d, -errno, "cannot open '%s': %s", name, strerror(errno));
+		f->direct = true;
+		return 0;
+	}
 	f->name = strdup(name);
 	f->tmpname = malloc(n + 16);
 	if (!f->name || !f->tmpname) {
@@ -51,8 +64,11 @@ int pg_outfile_commit(struct pg_outfile *f, struct pg_diag *d)
 	int ret = 0;
 
 	if (close(f->fd) < 0)
-		ret = pg_err(d, -errno, "cannot write '%s': %s", f->name, strerror(errno));
+		ret = pg_err(d, -errno, "cannot write '%s': %s",
+			     f->direct ? "the output" : f->name, strerror(errno));
 	f->fd = -1;
+	if (f->direct)
+		return ret;
 	/* rename gives the name a new inode: a hard link that perf's build-id
 	 * cache holds to an earlier image keeps the earlier bytes. */
 	if (!ret && renameat(f->dirfd, f->tmpname, f->dirfd, f->name) < 0)
@@ -69,7 +85,8 @@ void pg_outfile_abort(struct pg_outfile *f)
 {
 	if (f->fd >= 0) {
 		close(f->fd);
-		unlinkat(f->dirfd, f->tmpname, 0);
+		if (!f->direct)
+			unlinkat(f->dirfd, f->tmpname, 0);
 	}
 	f->fd = -1;
 	free(f->tmpname);

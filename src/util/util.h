@@ -53,10 +53,12 @@ long pg_strmap_intern(struct pg_strmap *m, const char *key, bool *added);
 void pg_strmap_free(struct pg_strmap *m);
 
 /* Output files written beside their final name and renamed into place:
- * never through a symlink, never in place. */
+ * never through a symlink, never in place.  An existing device, FIFO or
+ * socket is the exception: it is opened and written directly. */
 struct pg_outfile {
 	int dirfd;
 	int fd;
+	bool direct;		/* not a regular file: written in place */
 	char *tmpname;
 	char *name;
 };
