@@ -355,6 +355,104 @@ static char *demangle(const char *s)
 	return strdup(s);
 }
 
+/* Code ranges of the compile units.  clang emits no .debug_aranges, and
+ * libdw's dwarf_addrdie relies on them (elfutils 0.188), so the CUs are
+ * found from their own low/high_pc and ranges. */
+struct cu_range {
+	Dwarf_Addr lo, hi;
+	Dwarf_Off off;
+};
+
+static int cmp_cu_range(const void *a, const void *b)
+{
+	const struct cu_range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static struct cu_range *cu_ranges(Dwarf *dw, size_t *n)
+{
+	struct cu_range *r = NULL;
+	size_t cap = 0;
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+
+	*n = 0;
+	while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cu;
+		Dwarf_Addr base, lo, hi;
+		ptrdiff_t it = 0;
+
+		if (dwarf_offdie(dw, off + hsize, &cu))
+			while ((it = dwarf_ranges(&cu, it, &base, &lo, &hi)) > 0) {
+				if (hi <= lo)
+					continue;
+				if (!pg_grow((void **)&r, &cap, *n + 1, sizeof(*r))) {
+					free(r);
+					*n = 0;
+					return NULL;
+				}
+				r[(*n)++] = (struct cu_range){ lo, hi, off + hsize };
+			}
+		off = next;
+	}
+	if (*n)
+		qsort(r, *n, sizeof(*r), cmp_cu_range);
+	return r;
+}
+
+/* The line-table row for addr as LLVM's symbolizer picks it: the last row
+ * at or below addr in its sequence (with several rows at one address, the
+ * last), none past an end_sequence. */
+static Dwarf_Line *row_at(Dwarf_Die *cu, Dwarf_Addr addr)
+{
+	Dwarf_Lines *lines;
+	size_t n, lo = 0, hi;
+	Dwarf_Line *best = NULL;
+	Dwarf_Addr a;
+	bool end;
+
+	if (dwarf_getsrclines(cu, &lines, &n) != 0 || !n)
+		return NULL;
+	hi = n;
+	while (lo < hi) {		/* first row above addr */
+		size_t mid = lo + (hi - lo) / 2;
+		Dwarf_Line *l = dwarf_onesrcline(lines, mid);
+
+		if (l && dwarf_lineaddr(l, &a) == 0 && a <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo > 0)
+		best = dwarf_onesrcline(lines, lo - 1);
+	if (!best || dwarf_lineendsequence(best, &end) != 0 || end)
+		return NULL;
+	return best;
+}
+
+static bool cu_of(Dwarf *dw, const struct cu_range *r, size_t n, Dwarf_Addr addr,
+		  Dwarf_Die *cu)
+{
+	size_t lo = 0, hi = n;
+
+	if (dwarf_addrdie(dw, addr, cu))
+		return true;
+	while (lo < hi) {		/* first range starting above addr */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* ranges of different CUs do not nest; a few may share a start */
+	for (size_t i = lo; i-- > 0 && lo - i <= 8;)
+		if (addr < r[i].hi)
+			return dwarf_offdie(dw, r[i].off, cu) != NULL;
+	return false;
+}
+
 static int name_funcs(pg_xray_map *m, struct pg_diag *diag)
 {
 	struct sym *syms = NULL;
@@ -365,6 +463,11 @@ static int name_funcs(pg_xray_map *m, struct pg_diag *diag)
 	if ((ret = load_syms(m, &syms, &nsyms, diag)) < 0)
 		return ret;
 	dw = dwarf_begin_elf(m->elf, DWARF_C_READ, NULL);
+	struct cu_range *cur = NULL;
+	size_t ncur = 0;
+
+	if (dw)
+		cur = cu_ranges(dw, &ncur);
 	for (size_t i = 0; i < m->nfuncs; i++) {
 		struct pg_xray_func *f = &m->funcs[i];
 		const struct sym *s = find_sym(syms, nsyms, f->addr);
@@ -389,6 +492,7 @@ static int name_funcs(pg_xray_map *m, struct pg_diag *diag)
 		f->name = name;
 		if ((s && !f->linkage_name) || !name) {
 			free(syms);
+			free(cur);
 			if (dw)
 				dwarf_end(dw);
 			return pg_err(diag, -ENOMEM, "%s: out of memory", m->name);
@@ -397,7 +501,7 @@ static int name_funcs(pg_xray_map *m, struct pg_diag *diag)
 			Dwarf_Die cu;
 			Dwarf_Line *ln;
 
-			if (dwarf_addrdie(dw, f->addr, &cu) && (ln = dwarf_getsrc_die(&cu, f->addr))) {
+			if (cu_of(dw, cur, ncur, f->addr, &cu) && (ln = row_at(&cu, f->addr))) {
 				const char *file = dwarf_linesrc(ln, NULL, NULL);
 				int line = 0, col = 0;
 
@@ -412,6 +516,7 @@ static int name_funcs(pg_xray_map *m, struct pg_diag *diag)
 		}
 	}
 	free(syms);
+	free(cur);
 	if (dw)
 		dwarf_end(dw);
 	return 0;
