@@ -5,7 +5,9 @@
     perf script -i xray.data -s xray-account.py [-- OPTIONS]
 
 Reads the xray:function_exit and xray:tail_exit events that `perfgraft
-xray` writes (their `duration` field is the call's latency in ns) and prints,
+xray` writes (their `duration` field is the call's latency in ns), names
+the functions from the xray:function events (one per function, written
+before its first call: ID, name, file, line and column), and prints,
 per function id, count, min, med, 90p, 99p, max and sum in seconds, the way
 llvm-xray 14's account command does with -k -d (--keep-going
 --deduce-sibling-calls):
@@ -26,8 +28,10 @@ Options (give them after `--`, so that perf does not take them):
   -f, --format text|csv    text table or account's CSV
   -o, --output FILE        write the table to FILE instead of stdout
 
-Differences from llvm-xray account: the debug-info column is "(unknown)"
-(perf does not hand the source line of a tracepoint to scripts); "-s func"
+The debug-info column is the line-table row of the function's address, as
+account's symbolizer finds it ("<invalid>:0:0" without debug info, "(unknown)"
+without a binary).
+Differences from llvm-xray account: "-s func"
 sorts by function name (account does not implement it); durations are
 whole nanoseconds, so on a trace whose cycle frequency is not 1 GHz the CSV's
 7 significant digits lack account's fractions of a nanosecond (the text
@@ -36,13 +40,14 @@ table's microseconds match except in rare rounding cases).
 
 import argparse
 import math
+import os
 import sys
 
 SORT_KEYS = ("funcid", "count", "min", "med", "90p", "99p", "max", "sum", "func")
 FLAG_INFERRED = 1
 FLAG_UNFINISHED = 2
 FLAG_NO_ENTRY = 4
-DEBUG_INFO = "(unknown)"
+UNKNOWN = "<invalid>:0:0"    # what account prints without debug info
 
 
 def parse_args(argv):
@@ -71,7 +76,8 @@ def parse_args(argv):
 args = parse_args(sys.argv[1:])
 
 latencies = {}          # func_id -> [duration ns, ...]
-names = {}              # func_id -> name
+names = {}              # func_id -> name, from xray:function
+debug = {}              # func_id -> "file:line:column", from xray:function
 skipped = {"unfinished": 0, "no_entry": 0}
 
 
@@ -83,13 +89,25 @@ def _exit_event(fields):
     if flags & FLAG_UNFINISHED:
         skipped["unfinished"] += 1
         return
+    latencies.setdefault(fields["func_id"], []).append(fields["duration"])
+
+
+def _text(v):
+    if isinstance(v, (bytes, bytearray)):
+        v = bytes(v).split(b"\0", 1)[0].decode("utf-8", "replace")
+    return v or ""
+
+
+def _function_event(fields):
     fid = fields["func_id"]
-    latencies.setdefault(fid, []).append(fields["duration"])
-    if fid not in names:
-        name = fields.get("name")
-        if isinstance(name, (bytes, bytearray)):
-            name = bytes(name).split(b"\0", 1)[0].decode("utf-8", "replace")
-        names[fid] = name if name else "#%d" % fid
+    names[fid] = _text(fields.get("name")) or "#%d" % fid
+    f = _text(fields.get("file"))
+    if not f and names[fid] == "#%d" % fid:
+        debug[fid] = "(unknown)"        # no binary: account without -m
+    elif f:
+        # account prints the file's base name
+        debug[fid] = "%s:%d:%d" % (os.path.basename(f), fields.get("line", 0),
+                                   fields.get("column", 0))
 
 
 EXIT_EVENTS = ("xray__function_exit", "xray__tail_exit")
@@ -99,6 +117,8 @@ def trace_unhandled(event_name, context, event_fields_dict, *rest):
     # perf passes the event's fields by name; only exits carry latencies.
     if event_name in EXIT_EVENTS:
         _exit_event(event_fields_dict)
+    elif event_name == "xray__function":
+        _function_event(event_fields_dict)
 
 
 def stats(timings):
@@ -120,7 +140,8 @@ def rows():
     for fid in sorted(latencies):
         r = stats(latencies[fid])
         r["funcid"] = fid
-        r["func"] = names[fid]
+        r["func"] = names.get(fid, "#%d" % fid)
+        r["debug"] = debug.get(fid, UNKNOWN)
         for k in ("min", "med", "90p", "99p", "max", "sum"):
             r[k] = r[k] / 1e9
         out.append(r)
@@ -140,7 +161,7 @@ def text_table(out):
         lines.append(
             "%9d %10d [%9.6f, %9.6f, %9.6f, %9.6f, %9.6f] %9.6f  %s: %s" % (
                 r["funcid"], r["count"], r["min"], r["med"], r["90p"],
-                r["99p"], r["max"], r["sum"], DEBUG_INFO, r["func"]))
+                r["99p"], r["max"], r["sum"], r["debug"], r["func"]))
     return "\n".join(lines) + "\n"
 
 
@@ -149,7 +170,7 @@ def csv_table(out):
     for r in out:
         lines.append('%d,%d,%e,%e,%e,%e,%e,%e,"%s","%s"' % (
             r["funcid"], r["count"], r["min"], r["med"], r["90p"], r["99p"],
-            r["max"], r["sum"], DEBUG_INFO, r["func"]))
+            r["max"], r["sum"], r["debug"], r["func"]))
     return "\n".join(lines) + "\n"
 
 

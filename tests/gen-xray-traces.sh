@@ -55,7 +55,7 @@ progs="threads:-O1 recursion:-O1 tail:-O2 args:-O1 events:-O1 unbal:-O1
        basic:-O1 deep:-O1 empty:-O1 workload:-O1"
 build() {
 	local p=${1%%:*} opt=${1##*:}
-	"$cxx" "$opt" -fxray-instrument -fxray-instruction-threshold=1 \
+	"$cxx" "$opt" -g -fxray-instrument -fxray-instruction-threshold=1 \
 		"$src/$p.cc" -o "$bin/$p" -lpthread >"$tmp/build-$p.log" 2>&1 || {
 		cat "$tmp/build-$p.log" >&2
 		die "building $p failed"

@@ -69,23 +69,35 @@ def strip_params(name):
 EVENT_RE = re.compile(r"^\s*(\d+)\s+(\d+)\.(\d+):\s+xray:(\w+):\s+(.*)$")
 
 
+FUNCTION_RE = re.compile(r"^id=(\d+) addr=(0x[0-9a-f]+) name=(.*) file=(.*) line=(\d+) column=(\d+)$")
+
+
 def script_events(data, buildid_dir):
-    """xray:* events as perf script prints them: (tid, ns, kind, fields)."""
+    """xray:* events as perf script prints them: (tid, ns, kind, fields).
+    The function events carry only the ID: fields["name"] is the name the
+    last xray:function event before them gave that ID (None if none did)."""
     p = subprocess.run(["perf", "--buildid-dir", buildid_dir, "script", "--ns", "-i", data,
                         "-F", "tid,time,event,trace"],
                        capture_output=True, text=True, errors="replace", timeout=300)
     if p.returncode:
         raise AssertionError("perf script failed: " + p.stderr[-2000:])
     out = []
+    names = {}
     for line in p.stdout.splitlines():
         m = EVENT_RE.match(line)
         if not m:
             continue
         tid, s, ns, kind, rest = m.groups()
-        fields = dict(re.findall(r"(\w+)=(\S*)", rest))
-        nm = re.match(r"name=(.*?) id=\d+", rest)
-        if nm:
-            fields["name"] = nm.group(1)
+        if kind == "function":
+            fm = FUNCTION_RE.match(rest.strip())
+            if not fm:
+                raise AssertionError("unparsable xray:function: " + rest)
+            fields = dict(zip(("id", "addr", "name", "file", "line", "column"), fm.groups()))
+            names[int(fields["id"])] = fields["name"]
+        else:
+            fields = dict(re.findall(r"(\w+)=(\S*)", rest))
+            if "id" in fields:
+                fields["name"] = names.get(int(fields["id"]))
         out.append((int(tid), int(s) * 10**9 + int(ns), kind, fields, rest))
     return out
 
@@ -277,18 +289,27 @@ class XrayRealTraces(unittest.TestCase):
                 continue
             with self.subTest(scenario=name):
                 data = self.data(name)
-                nevents = int(re.search(r"(\d+) events;", self.summary[name]).group(1))
+                nevents = int(re.search(r"(\d+) events \(", self.summary[name]).group(1))
                 evs = self.events(name)
                 self.assertEqual(len(evs), nevents)
                 for _tid, _t, kind, f, rest in evs:
-                    want = {"function_entry": ("name", "id", "depth"),
-                            "function_exit": ("name", "id", "depth", "duration", "flags"),
-                            "tail_exit": ("name", "id", "depth", "duration", "flags"),
-                            "call_args": ("name", "id", "index", "value"),
+                    want = {"function_entry": ("id", "depth"),
+                            "function_exit": ("id", "depth", "duration", "flags"),
+                            "tail_exit": ("id", "depth", "duration", "flags"),
+                            "call_args": ("id", "index", "value"),
                             "custom_event": ("size", "data"),
-                            "typed_event": ("type", "size", "data")}[kind]
+                            "typed_event": ("type", "size", "data"),
+                            "function": ("id", "addr", "name", "file", "line", "column")}[kind]
                     for field in want:
                         self.assertIn(field + "=", rest, kind)
+                    # every function is named before its first event
+                    if "id" in f and kind != "function":
+                        self.assertIsNotNone(f["name"], "%s id=%s before its xray:function"
+                                             % (kind, f["id"]))
+                ids = [int(f["id"]) for _t, _s, k, f, _r in evs if k == "function"]
+                self.assertEqual(len(ids), len(set(ids)), "an ID named twice")
+                self.assertEqual(len(ids), int(re.search(r"(\d+) functions? named",
+                                                         self.summary[name]).group(1)))
                 p = subprocess.run([XRAY_TEP, data], capture_output=True, text=True,
                                    errors="replace", timeout=300)
                 self.assertEqual(p.returncode, 0, p.stderr)

@@ -9,7 +9,7 @@ real LLVM 14 XRay traces converted by `perfgraft xray`.
     character; names included.
 (b) With TRACEEVENT_PLUGIN_DIR=<build dir>, perf script prints every
     xray:function_entry/function_exit/tail_exit event as an indented
-    call-graph line; without it, the events' print fmt (name=... id=...).
+    call-graph line; without it, the events' print fmt (id=... depth=...).
 (c) CSV mode and the sort/order/top options behave like account's.
 
 The traces come from tests/gen-xray-traces.sh (all its scenarios); when
@@ -296,8 +296,8 @@ class XrayScripts(unittest.TestCase):
                 self.assertEqual(m_hdr, CSV_HEADER)
                 self.assertEqual(r_hdr, CSV_HEADER)
                 self.assertEqual([csv_key(r) for r in mine], [csv_key(r) for r in ref])
-                for r in mine:
-                    self.assertEqual(r["debug"], "(unknown)")
+                # the debug column: the xray:function events' file:line:column
+                self.assertEqual([r["debug"] for r in mine], [r["debug"] for r in ref])
                 compared += len(ref)
         self.assertGreater(compared, 0)
         print("\n  xray-account csv: %d functions (all %%e values) match llvm-xray "
@@ -317,12 +317,15 @@ class XrayScripts(unittest.TestCase):
         self.assertEqual([csv_key(r) for r in mine], [csv_key(r) for r in ref])
 
     # ---- (b) the plugin ---------------------------------------------------------
-    ENTRY_DEF = re.compile(r" xray:function_entry: name=(.*) id=(\d+) depth=(\d+)$")
-    EXIT_DEF = re.compile(r" xray:(function_exit|tail_exit): name=(.*) id=(\d+) "
+    ENTRY_DEF = re.compile(r" xray:function_entry: id=(\d+) depth=(\d+)$")
+    EXIT_DEF = re.compile(r" xray:(function_exit|tail_exit): id=(\d+) "
                           r"depth=(\d+) duration=(\d+) flags=(\S*)$")
+    FUNC_DEF = re.compile(r" xray:function: id=(\d+) addr=0x[0-9a-f]+ name=(.*) "
+                          r"file=(.*) line=(\d+) column=(\d+)$")
     ENTRY_PLUG = re.compile(r" xray:function_entry: ( *)(\S.*) \{$")
     EXIT_PLUG = re.compile(r" xray:(function_exit|tail_exit): ( *)\} /\* (.*) \*/$")
-    EVENT = re.compile(r" xray:(function_entry|function_exit|tail_exit): ")
+    FUNC_PLUG = re.compile(r" xray:function: #(\d+) = (.*?)(?: at (.*):(\d+):(\d+))?$")
+    EVENT = re.compile(r" xray:(function_entry|function_exit|tail_exit|function): ")
 
     def perf_script(self, data, plugin_dir=None):
         env = dict(self.env)
@@ -365,7 +368,7 @@ class XrayScripts(unittest.TestCase):
 
     def test_b_plugin_prints_call_graph(self):
         plugins = self.plugin_dir()
-        seen = {"entry": 0, "exit": 0, "tail": 0, "inferred": 0,
+        seen = {"function": 0, "entry": 0, "exit": 0, "tail": 0, "inferred": 0,
                 "unfinished": 0, "no entry": 0}
         for sc in self.cases:
             with self.subTest(scenario=sc["name"]):
@@ -384,17 +387,35 @@ class XrayScripts(unittest.TestCase):
                 own = 0
                 for ln in plain:
                     md = self.EXIT_DEF.search(ln)
-                    if md and not {"inferred", "unfinished"} & set(md.group(6).split("|")):
+                    if md and not {"inferred", "unfinished"} & set(md.group(5).split("|")):
                         own += 1
                 self.assertEqual(own, n_exit + n_tail)
                 self.assertLessEqual(kinds.count("tail_exit"), n_tail)
+                names = {}
                 for p, g in zip(plain, graph):
                     # the prefix (comm, pid, cpu, time, event) is unchanged
                     self.assertEqual(p[:self.EVENT.search(p).end()],
                                      g[:self.EVENT.search(g).end()])
+                    md = self.FUNC_DEF.search(p)
+                    if md:
+                        # named once, before the first event with the ID
+                        fid, name, file, line, col = md.groups()
+                        self.assertNotIn(int(fid), names)
+                        names[int(fid)] = name
+                        mg = self.FUNC_PLUG.search(g)
+                        self.assertTrue(mg, g)
+                        self.assertEqual((mg.group(1), mg.group(2)), (fid, name))
+                        if file:
+                            self.assertEqual(mg.group(3, 4, 5), (file, line, col))
+                        else:
+                            self.assertIsNone(mg.group(3))
+                        seen["function"] += 1
+                        continue
                     md = self.ENTRY_DEF.search(p)
                     if md:
-                        name, fid, depth = md.group(1), int(md.group(2)), int(md.group(3))
+                        fid, depth = int(md.group(1)), int(md.group(2))
+                        self.assertIn(fid, names, p)
+                        name = names[fid]
                         mg = self.ENTRY_PLUG.search(g)
                         self.assertTrue(mg, g)
                         self.assertEqual(len(mg.group(1)), 2 * min(depth, 200), g)
@@ -405,7 +426,9 @@ class XrayScripts(unittest.TestCase):
                         continue
                     md = self.EXIT_DEF.search(p)
                     self.assertTrue(md, p)
-                    kind, name, fid, depth, dur, flags = md.groups()
+                    kind, fid, depth, dur, flags = md.groups()
+                    self.assertIn(int(fid), names, p)
+                    name = names[int(fid)]
                     mg = self.EXIT_PLUG.search(g)
                     self.assertTrue(mg, g)
                     self.assertEqual(mg.group(1), kind)
@@ -417,6 +440,7 @@ class XrayScripts(unittest.TestCase):
                         if "[%s]" % f in mg.group(3):
                             seen[f] += 1
         print("\n  plugin_xray: %s" % ", ".join("%d %s" % (v, k) for k, v in seen.items()))
+        self.assertGreater(seen["function"], 0)
         self.assertGreater(seen["entry"], 0)
         self.assertGreater(seen["exit"], 0)
         # the exceptions of our own program lose exits
@@ -432,7 +456,8 @@ class XrayScripts(unittest.TestCase):
         lines = self.perf_script(self.cases[0]["data"])
         self.assertTrue(lines)
         for ln in lines:
-            self.assertTrue(self.ENTRY_DEF.search(ln) or self.EXIT_DEF.search(ln), ln)
+            self.assertTrue(self.ENTRY_DEF.search(ln) or self.EXIT_DEF.search(ln) or
+                            self.FUNC_DEF.search(ln), ln)
 
     # ---- (c) CSV, sort, order, top ----------------------------------------------
     def test_c_sort_options(self):

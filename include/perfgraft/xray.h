@@ -179,6 +179,7 @@ enum {
 	PG_XRAY_EV_CALL_ARGS,		/* xray:call_args */
 	PG_XRAY_EV_CUSTOM,		/* xray:custom_event */
 	PG_XRAY_EV_TYPED,		/* xray:typed_event */
+	PG_XRAY_EV_FUNCTION,		/* xray:function: ID -> address, name, source */
 };
 #define PG_XRAY_EXIT_INFERRED 1u	/* its exit was lost; closed by a caller's exit */
 #define PG_XRAY_EXIT_UNFINISHED 2u	/* never exited; closed at the thread's last time */
@@ -186,7 +187,8 @@ enum {
 
 struct pg_xray_convert_stats {
 	struct pg_xray_stats trace;	/* summed over the traces */
-	uint64_t samples, events;
+	uint64_t samples, events;	/* events: every xray:* event written */
+	uint64_t functions;		/* xray:function events among them */
 	uint64_t threads, processes;
 	uint64_t exits_without_entry;	/* trace began mid-call */
 	uint64_t unfinished;		/* entries never exited */

@@ -170,7 +170,7 @@ int cmd_xray(int argc, char **argv)
 		return EXIT_BADINPUT;
 	}
 	if (!quiet) {
-		fprintf(stderr, "perfgraft: xray: %zu trace%s, %llu threads, %llu records (%llu entries, %llu exits, %llu tail exits, %llu arguments, %llu custom, %llu typed events) over %.6f s -> %llu samples every %.3f us, %llu events; %s written (%.1f MB) in %.2f s\n",
+		fprintf(stderr, "perfgraft: xray: %zu trace%s, %llu threads, %llu records (%llu entries, %llu exits, %llu tail exits, %llu arguments, %llu custom, %llu typed events) over %.6f s -> %llu samples every %.3f us, %llu events (%llu function%s named); %s written (%.1f MB) in %.2f s\n",
 			xo.ntraces, xo.ntraces == 1 ? "" : "s", (unsigned long long)st.threads,
 			(unsigned long long)st.trace.records, (unsigned long long)st.trace.enters,
 			(unsigned long long)st.trace.exits, (unsigned long long)st.trace.tail_exits,
@@ -178,7 +178,8 @@ int cmd_xray(int argc, char **argv)
 			(unsigned long long)st.trace.typed, (st.last_ns - st.first_ns) / 1e9,
 			(unsigned long long)st.samples,
 			1e6 / (double)(xo.frequency ? xo.frequency : PG_XRAY_DEFAULT_FREQUENCY),
-			(unsigned long long)st.events, xo.output, st.out_bytes / 1e6,
+			(unsigned long long)st.events, (unsigned long long)st.functions,
+			st.functions == 1 ? "" : "s", xo.output, st.out_bytes / 1e6,
 			now_seconds() - t0);
 		if (st.exits_without_entry || st.unfinished || st.inferred_exits || st.unknown_ids ||
 		    st.trace.damaged_buffers || st.trace.truncated_bytes || st.gaps)

@@ -35,15 +35,26 @@
 #define MAX_NAME 4000		/* longer names are cut: a record must fit 64 KiB */
 #define RECBUF (1u << 17)
 
-enum { ATTR_TIME, ATTR_ENTRY, ATTR_EXIT, ATTR_TAIL, ATTR_ARGS, ATTR_CUSTOM, ATTR_TYPED, NATTRS };
+enum { ATTR_TIME, ATTR_ENTRY, ATTR_EXIT, ATTR_TAIL, ATTR_ARGS, ATTR_CUSTOM, ATTR_TYPED,
+       ATTR_FUNC, NATTRS };
 
 static const uint32_t tp_ids[NATTRS] = {
 	0, PG_XRAY_EV_ENTRY, PG_XRAY_EV_EXIT, PG_XRAY_EV_TAIL_EXIT, PG_XRAY_EV_CALL_ARGS,
-	PG_XRAY_EV_CUSTOM, PG_XRAY_EV_TYPED,
+	PG_XRAY_EV_CUSTOM, PG_XRAY_EV_TYPED, PG_XRAY_EV_FUNCTION,
 };
 static const char *const attr_names[NATTRS] = {
 	"xray-time", "xray:function_entry", "xray:function_exit", "xray:tail_exit",
-	"xray:call_args", "xray:custom_event", "xray:typed_event",
+	"xray:call_args", "xray:custom_event", "xray:typed_event", "xray:function",
+};
+
+/* IDs whose xray:function event was written: a bitmap for the small ones
+ * (every real binary), a hash set beyond, so a hostile 32-bit ID costs a
+ * slot, not a 512 MB bitmap. */
+#define SEEN_BITS (1u << 20)
+struct seen {
+	uint64_t *bits;
+	uint32_t *slots;	/* ID + 1, 0 = empty */
+	size_t n, cap;
 };
 
 struct frame {
@@ -103,6 +114,7 @@ struct conv {
 	uint64_t last_out;	/* output time never goes back */
 	uint64_t since_round;
 	uint64_t *chain;
+	struct seen seen;
 	bool warned_depth, warned_freq;
 	int err;
 };
@@ -244,18 +256,27 @@ static void tp_start(struct conv *cv, int attr, const struct thread *th, uint64_
 
 #define RAW_AT 48	/* offset of the RAW size field in tp_start's layout */
 
-/* Appends the dynamic data (plus a NUL when nul) after the fixed raw
- * fields, whose __data_loc word sits at raw offset loc_at; pads so that the
- * RAW size field plus data stays 8-aligned. */
-static int tp_end(struct conv *cv, size_t loc_at, const void *dyn, size_t dlen, bool nul)
+/* Finishes a tracepoint sample: appends the dynamic data dyn (dlen bytes)
+ * after the fixed raw fields, whose __data_loc word sits at raw offset
+ * loc_at (0: no dynamic field), then the string str (slen bytes and a NUL)
+ * when given (its __data_loc is the caller's), and pads so that the RAW
+ * size field plus data stays 8-aligned. */
+static int tp_end(struct conv *cv, size_t loc_at, const void *dyn, size_t dlen,
+		  const char *str, size_t slen)
 {
 	size_t raw0 = RAW_AT + 4, fixed = cv->rl - raw0;
-	uint32_t loc = htole32((uint32_t)((dlen + nul) << 16 | fixed)), rs;
+	uint32_t rs;
 
-	memcpy(cv->rb + raw0 + loc_at, &loc, 4);
-	radd(cv, dyn, dlen);
-	if (nul)
+	if (loc_at) {
+		uint32_t loc = htole32((uint32_t)(dlen << 16 | fixed));
+
+		memcpy(cv->rb + raw0 + loc_at, &loc, 4);
+		radd(cv, dyn, dlen);
+	}
+	if (str) {
+		radd(cv, str, slen);
 		r8(cv, 0);
+	}
 	while ((cv->rl - RAW_AT) % 8)
 		r8(cv, 0);
 	rs = htole32((uint32_t)(cv->rl - raw0));
@@ -263,57 +284,123 @@ static int tp_end(struct conv *cv, size_t loc_at, const void *dyn, size_t dlen, 
 	return rec_end(cv);
 }
 
-/* tp_end for a function name, cut at MAX_NAME bytes */
-static int tp_end_name(struct conv *cv, size_t loc_at, const char *name)
+/* 1 if id was seen before; 0 when it is marked now; <0 out of memory */
+static int seen_test_set(struct seen *s, uint32_t id)
 {
-	return tp_end(cv, loc_at, name, strnlen(name, MAX_NAME), true);
+	if (id < SEEN_BITS) {
+		uint64_t m = 1ull << (id & 63);
+
+		if (!s->bits && !(s->bits = calloc(SEEN_BITS / 64, 8)))
+			return -ENOMEM;
+		if (s->bits[id >> 6] & m)
+			return 1;
+		s->bits[id >> 6] |= m;
+		return 0;
+	}
+	if (2 * (s->n + 1) > s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 64;
+		uint32_t *sl = calloc(cap, sizeof(*sl));
+
+		if (!sl)
+			return -ENOMEM;
+		for (size_t i = 0; i < s->cap; i++) {
+			size_t j = s->slots[i] * 2654435761u & (cap - 1);
+
+			if (!s->slots[i])
+				continue;
+			while (sl[j])
+				j = (j + 1) & (cap - 1);
+			sl[j] = s->slots[i];
+		}
+		free(s->slots);
+		s->slots = sl;
+		s->cap = cap;
+	}
+	for (size_t j = (id + 1u) * 2654435761u & (s->cap - 1);; j = (j + 1) & (s->cap - 1)) {
+		if (s->slots[j] == id + 1u)
+			return 1;
+		if (!s->slots[j]) {
+			s->slots[j] = id + 1u;
+			s->n++;
+			return 0;
+		}
+	}
+}
+
+/* xray:function, written once per function just before the first event
+ * that names it (same time, so perf's stable time order keeps it first):
+ * the events themselves carry only the ID, the name travels once. */
+static int ev_function(struct conv *cv, const struct thread *th, uint32_t id, uint64_t time)
+{
+	const struct pg_xray_func *f = cv->map ? pg_xray_map_func(cv->map, id) : NULL;
+	char nb[16];
+	const char *name = func_name(cv, id, nb, sizeof(nb));
+	const char *file = f && f->file ? f->file : "";
+	size_t nl = strnlen(name, MAX_NAME), fl = strnlen(file, MAX_NAME);
+	size_t raw0 = RAW_AT + 4, fixed;
+	uint32_t loc;
+	int ret = seen_test_set(&cv->seen, id);
+
+	if (ret)
+		return ret < 0 ? pg_err(cv->diag, ret, "out of memory") : 0;
+	tp_start(cv, ATTR_FUNC, th, func_addr(cv, id), time);
+	r64(cv, func_addr(cv, id));
+	r32(cv, id);
+	r32(cv, f ? f->line : 0);
+	r32(cv, f ? f->column : 0);
+	r32(cv, 0);	/* name's __data_loc */
+	r32(cv, 0);	/* file's */
+	fixed = cv->rl - raw0;
+	loc = htole32((uint32_t)((nl + 1) << 16 | fixed));
+	memcpy(cv->rb + raw0 + 28, &loc, 4);
+	radd(cv, name, nl);
+	r8(cv, 0);
+	loc = htole32((uint32_t)((fl + 1) << 16 | (cv->rl - raw0)));
+	memcpy(cv->rb + raw0 + 32, &loc, 4);
+	cv->st->events++;
+	cv->st->functions++;
+	return tp_end(cv, 0, NULL, 0, file, fl);
 }
 
 static int ev_entry(struct conv *cv, const struct thread *th, const struct pg_xr_record *r,
 		    uint64_t time)
 {
-	char nb[16];
-	const char *name = func_name(cv, r->func_id, nb, sizeof(nb));
+	int ret = ev_function(cv, th, r->func_id, time);
 
+	if (ret < 0)
+		return ret;
 	tp_start(cv, ATTR_ENTRY, th, func_addr(cv, r->func_id), time);
-	r64(cv, r->tsc);
 	r32(cv, r->func_id);
 	r32(cv, (uint32_t)th->depth);
-	r32(cv, 0);	/* name's __data_loc */
 	cv->st->events++;
-	return tp_end_name(cv, 24, name);
+	return tp_end(cv, 0, NULL, 0, NULL, 0);
 }
 
 static int ev_exit(struct conv *cv, const struct thread *th, int attr, uint32_t id,
-		   uint64_t tsc, uint64_t dur_ns, size_t depth, uint32_t flags, uint64_t time)
+		   uint64_t dur_ns, size_t depth, uint32_t flags, uint64_t time)
 {
-	char nb[16];
-	const char *name = func_name(cv, id, nb, sizeof(nb));
+	int ret = ev_function(cv, th, id, time);
 
+	if (ret < 0)
+		return ret;
 	tp_start(cv, attr, th, func_addr(cv, id), time);
-	r64(cv, tsc);
 	r64(cv, dur_ns);
 	r32(cv, id);
 	r32(cv, (uint32_t)depth);
 	r32(cv, flags);
-	r32(cv, 0);
 	cv->st->events++;
-	return tp_end_name(cv, 36, name);
+	return tp_end(cv, 0, NULL, 0, NULL, 0);
 }
 
 static int ev_arg(struct conv *cv, const struct thread *th, uint32_t id, uint32_t index,
 		  uint64_t value, uint64_t time)
 {
-	char nb[16];
-	const char *name = func_name(cv, id, nb, sizeof(nb));
-
 	tp_start(cv, ATTR_ARGS, th, func_addr(cv, id), time);
 	r64(cv, value);
 	r32(cv, id);
 	r32(cv, index);
-	r32(cv, 0);
 	cv->st->events++;
-	return tp_end_name(cv, 24, name);
+	return tp_end(cv, 0, NULL, 0, NULL, 0);
 }
 
 static int ev_payload(struct conv *cv, const struct thread *th, const struct pg_xr_record *r,
@@ -324,13 +411,12 @@ static int ev_payload(struct conv *cv, const struct thread *th, const struct pg_
 	uint64_t ip = th->depth ? func_addr(cv, th->stack[th->depth - 1].id) : 0;
 
 	tp_start(cv, typed ? ATTR_TYPED : ATTR_CUSTOM, th, ip, time);
-	r64(cv, r->tsc);
 	r32(cv, r->payload_size);
 	if (typed)
 		r32(cv, r->event_type);
 	r32(cv, 0);
 	cv->st->events++;
-	return tp_end(cv, typed ? 24 : 20, r->payload, n, false);
+	return tp_end(cv, typed ? 16 : 12, r->payload, n, NULL, 0);
 }
 
 static int emit_sample(struct conv *cv, struct thread *th, uint64_t time)
@@ -609,7 +695,7 @@ static int close_frames(struct conv *cv, struct thread *th, size_t keep, uint64_
 		const struct frame *f = &th->stack[th->depth - 1];
 
 		if (cv->events)
-			ret = ev_exit(cv, th, ATTR_EXIT, f->id, tsc, dur_ns(tsc, f->tsc, freq),
+			ret = ev_exit(cv, th, ATTR_EXIT, f->id, dur_ns(tsc, f->tsc, freq),
 				      th->depth - 1, flags, time);
 		th->depth--;
 		if (ret < 0)
@@ -659,7 +745,7 @@ static int handle(struct conv *cv, uint32_t ti, const struct pg_xr_record *r, ui
 			cv->st->exits_without_entry++;
 			if (cv->events)
 				ret = ev_exit(cv, th, r->kind == PG_XR_TAIL_EXIT ? ATTR_TAIL : ATTR_EXIT,
-					      r->func_id, r->tsc, 0, th->depth,
+					      r->func_id, 0, th->depth,
 					      PG_XRAY_EXIT_NO_ENTRY, time);
 			if (ret < 0)
 				return ret;
@@ -670,7 +756,7 @@ static int handle(struct conv *cv, uint32_t ti, const struct pg_xr_record *r, ui
 			return ret;
 		if (cv->events)
 			ret = ev_exit(cv, th, r->kind == PG_XR_TAIL_EXIT ? ATTR_TAIL : ATTR_EXIT,
-				      r->func_id, r->tsc, dur_ns(r->tsc, th->stack[k - 1].tsc, freq),
+				      r->func_id, dur_ns(r->tsc, th->stack[k - 1].tsc, freq),
 				      k - 1, 0, time);
 		th->depth = k - 1;
 		if (ret < 0)
@@ -954,6 +1040,8 @@ out:
 	free(cv.heap);
 	free(cv.pids);
 	free(cv.rb);
+	free(cv.seen.bits);
+	free(cv.seen.slots);
 	pg_xray_map_close(cv.map);
 	return ret;
 }

@@ -3,7 +3,8 @@
  * xray:* event formats in perf.data, so that perf script, perf report -s
  * trace_fields and libtraceevent decode the events by field name.  The
  * function's address is the sample's IP (perf script -F +ip,+sym), not a
- * field: with tens of millions of events every byte counts. */
+ * field of the per-call events: with tens of millions of them every byte
+ * counts. */
 #include <stdio.h>
 #include <string.h>
 
@@ -15,14 +16,16 @@
 	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n" \
 	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
 
+/* Events carry the function's ID only: its name, address and source line
+ * travel once, in the xray:function event written before the first event
+ * that names it.  Trace time is the sample's time (the TSC converted with
+ * the trace's cycle frequency). */
 #define EXIT_FIELDS \
-	"\tfield:u64 tsc;\toffset:8;\tsize:8;\tsigned:0;\n" \
-	"\tfield:u64 duration;\toffset:16;\tsize:8;\tsigned:0;\n" \
-	"\tfield:u32 func_id;\toffset:24;\tsize:4;\tsigned:0;\n" \
-	"\tfield:u32 depth;\toffset:28;\tsize:4;\tsigned:0;\n" \
-	"\tfield:u32 flags;\toffset:32;\tsize:4;\tsigned:0;\n" \
-	"\tfield:__data_loc char[] name;\toffset:36;\tsize:4;\tsigned:0;\n\n" \
-	"print fmt: \"name=%s id=%u depth=%u duration=%llu flags=%s\", __get_str(name), " \
+	"\tfield:u64 duration;\toffset:8;\tsize:8;\tsigned:0;\n" \
+	"\tfield:u32 func_id;\toffset:16;\tsize:4;\tsigned:0;\n" \
+	"\tfield:u32 depth;\toffset:20;\tsize:4;\tsigned:0;\n" \
+	"\tfield:u32 flags;\toffset:24;\tsize:4;\tsigned:0;\n\n" \
+	"print fmt: \"id=%u depth=%u duration=%llu flags=%s\", " \
 	"REC->func_id, REC->depth, REC->duration, __print_flags(REC->flags, \"|\", " \
 	"{ 1, \"inferred\" }, { 2, \"unfinished\" }, { 4, \"no_entry\" })\n"
 
@@ -32,33 +35,36 @@ static const struct {
 	const char *body;
 } formats[] = {
 	{ "function_entry", PG_XRAY_EV_ENTRY,
-	  "\tfield:u64 tsc;\toffset:8;\tsize:8;\tsigned:0;\n"
-	  "\tfield:u32 func_id;\toffset:16;\tsize:4;\tsigned:0;\n"
-	  "\tfield:u32 depth;\toffset:20;\tsize:4;\tsigned:0;\n"
-	  "\tfield:__data_loc char[] name;\toffset:24;\tsize:4;\tsigned:0;\n\n"
-	  "print fmt: \"name=%s id=%u depth=%u\", __get_str(name), REC->func_id, REC->depth\n" },
+	  "\tfield:u32 func_id;\toffset:8;\tsize:4;\tsigned:0;\n"
+	  "\tfield:u32 depth;\toffset:12;\tsize:4;\tsigned:0;\n\n"
+	  "print fmt: \"id=%u depth=%u\", REC->func_id, REC->depth\n" },
 	{ "function_exit", PG_XRAY_EV_EXIT, EXIT_FIELDS },
 	{ "tail_exit", PG_XRAY_EV_TAIL_EXIT, EXIT_FIELDS },
 	{ "call_args", PG_XRAY_EV_CALL_ARGS,
 	  "\tfield:u64 value;\toffset:8;\tsize:8;\tsigned:0;\n"
 	  "\tfield:u32 func_id;\toffset:16;\tsize:4;\tsigned:0;\n"
-	  "\tfield:u32 index;\toffset:20;\tsize:4;\tsigned:0;\n"
-	  "\tfield:__data_loc char[] name;\toffset:24;\tsize:4;\tsigned:0;\n\n"
-	  "print fmt: \"name=%s id=%u index=%u value=0x%llx\", __get_str(name), REC->func_id, "
-	  "REC->index, REC->value\n" },
+	  "\tfield:u32 index;\toffset:20;\tsize:4;\tsigned:0;\n\n"
+	  "print fmt: \"id=%u index=%u value=0x%llx\", REC->func_id, REC->index, REC->value\n" },
 	{ "custom_event", PG_XRAY_EV_CUSTOM,
-	  "\tfield:u64 tsc;\toffset:8;\tsize:8;\tsigned:0;\n"
-	  "\tfield:u32 size;\toffset:16;\tsize:4;\tsigned:0;\n"
-	  "\tfield:__data_loc unsigned char[] data;\toffset:20;\tsize:4;\tsigned:0;\n\n"
+	  "\tfield:u32 size;\toffset:8;\tsize:4;\tsigned:0;\n"
+	  "\tfield:__data_loc unsigned char[] data;\toffset:12;\tsize:4;\tsigned:0;\n\n"
 	  "print fmt: \"size=%u data=%s\", REC->size, "
 	  "__print_hex(__get_dynamic_array(data), __get_dynamic_array_len(data))\n" },
 	{ "typed_event", PG_XRAY_EV_TYPED,
-	  "\tfield:u64 tsc;\toffset:8;\tsize:8;\tsigned:0;\n"
-	  "\tfield:u32 size;\toffset:16;\tsize:4;\tsigned:0;\n"
-	  "\tfield:u32 event_type;\toffset:20;\tsize:4;\tsigned:0;\n"
-	  "\tfield:__data_loc unsigned char[] data;\toffset:24;\tsize:4;\tsigned:0;\n\n"
+	  "\tfield:u32 size;\toffset:8;\tsize:4;\tsigned:0;\n"
+	  "\tfield:u32 event_type;\toffset:12;\tsize:4;\tsigned:0;\n"
+	  "\tfield:__data_loc unsigned char[] data;\toffset:16;\tsize:4;\tsigned:0;\n\n"
 	  "print fmt: \"type=%u size=%u data=%s\", REC->event_type, REC->size, "
 	  "__print_hex(__get_dynamic_array(data), __get_dynamic_array_len(data))\n" },
+	{ "function", PG_XRAY_EV_FUNCTION,
+	  "\tfield:u64 addr;\toffset:8;\tsize:8;\tsigned:0;\n"
+	  "\tfield:u32 func_id;\toffset:16;\tsize:4;\tsigned:0;\n"
+	  "\tfield:u32 line;\toffset:20;\tsize:4;\tsigned:0;\n"
+	  "\tfield:u32 column;\toffset:24;\tsize:4;\tsigned:0;\n"
+	  "\tfield:__data_loc char[] name;\toffset:28;\tsize:4;\tsigned:0;\n"
+	  "\tfield:__data_loc char[] file;\toffset:32;\tsize:4;\tsigned:0;\n\n"
+	  "print fmt: \"id=%u addr=0x%llx name=%s file=%s line=%u column=%u\", REC->func_id, "
+	  "REC->addr, __get_str(name), __get_str(file), REC->line, REC->column\n" },
 };
 
 /* A ring-buffer page as the kernel describes it; perf wants it non-empty. */
