@@ -38,5 +38,7 @@ int dump_xray(const char *path, bool json, bool time_order, struct cli_warnings 
 int cmd_elf(int argc, char **argv);
 int cmd_inject(int argc, char **argv);
 int cmd_xray(int argc, char **argv);
+int cmd_gperf(int argc, char **argv);
+int dump_gperf(const char *path, bool json, struct cli_warnings *w);
 
 #endif

@@ -9,6 +9,7 @@
 #include <byteswap.h>
 
 #include <perfgraft/jitdump.h>
+#include <perfgraft/gperf.h>
 #include <perfgraft/xray.h>
 #include "cli/cli.h"
 
@@ -240,7 +241,7 @@ int cmd_dump(int argc, char **argv)
 		{ 0 }
 	};
 	struct cli_warnings w = { 0 };
-	unsigned char magic[4] = { 0 };
+	unsigned char magic[4] = { 0 }, head[64];
 	bool json = false, time_order = false;
 	int c, fd, ret;
 	ssize_t n;
@@ -270,9 +271,17 @@ int cmd_dump(int argc, char **argv)
 		cli_error("%s: %s", argv[optind], strerror(errno));
 		return EXIT_BADINPUT;
 	}
-	n = read(fd, magic, sizeof(magic));
+	n = read(fd, head, sizeof(head));
 	close(fd);
-	if (n == 4) {
+	if (n >= 4)
+		memcpy(magic, head, 4);
+	if (n > 0 && pg_gperf_probe(head, (size_t)n)) {
+		ret = dump_gperf(argv[optind], json, &w);
+		cli_warnings_flush(&w);
+		cli_warnings_free(&w);
+		return ret;
+	}
+	if (n >= 4) {
 		uint32_t m;
 
 		memcpy(&m, magic, 4);
@@ -289,7 +298,7 @@ int cmd_dump(int argc, char **argv)
 			return ret;
 		}
 	}
-	cli_error("%s: offset 0: unrecognized format (perfgraft dump reads jitdump, perf.data and XRay files)",
+	cli_error("%s: offset 0: unrecognized format (perfgraft dump reads jitdump, perf.data, XRay and gperftools CPU profile files)",
 		  argv[optind]);
 	return EXIT_BADINPUT;
 }

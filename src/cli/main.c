@@ -13,6 +13,7 @@ static const struct cmd {
 	{ "dump", cmd_dump, "print a jitdump file readably (text or --json)" },
 	{ "elf", cmd_elf, "write ELF images (symbols, DWARF lines, unwind tables) for a jitdump" },
 	{ "inject", cmd_inject, "map the JIT code of jitdumps into a perf.data from ELF images" },
+	{ "gperf", cmd_gperf, "convert a gperftools CPU profile into perf.data" },
 	{ "xray", cmd_xray, "convert LLVM XRay traces into perf.data (samples and xray:* events)" },
 };
 

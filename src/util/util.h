@@ -67,6 +67,12 @@ int pg_outfile_open(struct pg_outfile *f, int dirfd, const char *name,
 int pg_outfile_commit(struct pg_outfile *f, struct pg_diag *d);
 void pg_outfile_abort(struct pg_outfile *f);
 
+/* The GNU build-id of an ELF (libelf handle, or a file that may not exist
+ * or not be an ELF): its size (at most 20, into id), 0 when there is none. */
+typedef struct Elf Elf;
+unsigned pg_elf_build_id(Elf *elf, uint8_t id[20]);
+unsigned pg_file_build_id(const char *path, uint8_t id[20]);
+
 /* Maps a regular file read-only (*base NULL when it is empty). */
 int pg_map_file(const char *path, bool sequential, struct pg_diag *diag,
 		const uint8_t **base, size_t *size);

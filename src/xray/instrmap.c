@@ -130,7 +130,6 @@ static int read_binary_info(pg_xray_map *m, struct pg_diag *diag)
 {
 	GElf_Ehdr eh;
 	size_t nph;
-	Elf_Scn *scn = NULL;
 
 	if (!gelf_getehdr(m->elf, &eh))
 		return pg_err(diag, -EINVAL, "%s: offset 0: not an ELF file (%s)", m->name,
@@ -150,23 +149,7 @@ static int read_binary_info(pg_xray_map *m, struct pg_diag *diag)
 			break;
 		}
 	}
-	while ((scn = elf_nextscn(m->elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-		size_t off = 0, noff, doff;
-		GElf_Nhdr nh;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE || !(d = elf_getdata(scn, NULL)))
-			continue;
-		while ((noff = gelf_getnote(d, off, &nh, &off, &doff)) > 0) {
-			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-			    !memcmp((char *)d->d_buf + off, "GNU", 4) && nh.n_descsz <= 20) {
-				memcpy(m->bin.build_id, (char *)d->d_buf + doff, nh.n_descsz);
-				m->bin.build_id_size = nh.n_descsz;
-			}
-			off = noff;
-		}
-	}
+	m->bin.build_id_size = pg_elf_build_id(m->elf, m->bin.build_id);
 	return 0;
 }
 

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/* libFuzzer harness for the gperftools CPU profile reader: header
+ * detection, records and their summing, the trailer and the maps text are
+ * read from memory and every stack and mapping read back; then the input
+ * is converted (as a file in the scratch directory) into perf.data, with
+ * a small sample budget so that a fuzzed count cannot run for ever. */
+#include <fcntl.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#include <perfgraft/gperf.h>
+#include "fuzz_tmpdir.h"
+#include "fuzz_touch.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static int have_dir = -1;
+	char in[sizeof(fuzz_tmpdir) + 16], out[sizeof(fuzz_tmpdir) + 16];
+	struct pg_gperf_convert_stats st;
+	struct pg_diag diag = { 0 };
+	pg_gperf *g;
+	int fd;
+
+	if (pg_gperf_open_mem(data, size, "fuzz", &diag, &g) == 0) {
+		for (size_t i = 0; i < pg_gperf_stack_count(g); i++) {
+			const struct pg_gperf_stack *s = pg_gperf_stack(g, i);
+
+			sink += s->count + s->offset;
+			for (uint32_t k = 0; k < s->depth; k++)
+				sink += s->pcs[k];
+		}
+		for (size_t i = 0; i < pg_gperf_mapping_count(g); i++) {
+			const struct pg_gperf_mapping *m = pg_gperf_mapping(g, i);
+
+			sink += m->start + m->end + m->offset + m->inode + touch_str(m->path) +
+				touch_str(m->perms);
+		}
+		pg_gperf_close(g);
+	}
+	if (have_dir < 0)
+		have_dir = fuzz_tmpdir_make("fuzz_gperf", "conversion not exercised") == 0;
+	if (!have_dir)
+		return 0;
+	snprintf(in, sizeof(in), "%s/p", fuzz_tmpdir);
+	snprintf(out, sizeof(out), "%s/o", fuzz_tmpdir);
+	fd = open(in, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		return 0;
+	if (write(fd, data, size) == (ssize_t)size) {
+		close(fd);
+		for (int pipe = 0; pipe < 2; pipe++) {
+			struct pg_gperf_opts o = {
+				.profile = in, .output = out, .pipe = pipe, .pid = -1,
+				.root = pipe ? fuzz_tmpdir : NULL,	/* no real files */
+				.max_samples = 64,	/* records can be 64 KiB each */
+			};
+
+			(void)pg_gperf_convert(&o, &diag, &st);
+		}
+	} else {
+		close(fd);
+	}
+	fuzz_tmpdir_sweep();
+	return 0;
+}

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/* gperftools CPU profiles (CPUPROFILE= / libprofiler): reader and conversion
+ * into perf.data.
+ *
+ * Errors: functions returning int give 0 (or a count) on success and a
+ * negative errno on failure, with the message in the pg_diag; damage that
+ * leaves the rest usable (a truncated tail, a record with a zero PC, odd map
+ * lines) is a warning through the pg_diag's callback.  A handle is used by
+ * one thread at a time; separate handles are independent. */
+#ifndef PERFGRAFT_GPERF_H
+#define PERFGRAFT_GPERF_H
+
+#include <perfgraft/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct pg_gperf_header {
+	unsigned word_bits;		/* 32 or 64: the writer's pointer size */
+	bool big_endian;
+	uint64_t header_slots;		/* slot 1: header words after it (3) */
+	uint64_t version;		/* 0 (1 would be a Java profile) */
+	uint64_t period_us;		/* sampling period as written (0 kept here) */
+};
+
+/* One distinct call stack: the counts of every record with this exact PC
+ * list, summed.  pcs[0] is the interrupted PC, the others are return
+ * addresses as written (not adjusted). */
+struct pg_gperf_stack {
+	uint64_t count;
+	uint32_t depth;
+	const uint64_t *pcs;
+	uint64_t offset;		/* byte offset of its first record */
+};
+
+/* A line of the mapped-objects text in /proc/PID/maps form, with $build
+ * substituted and " (deleted)" stripped. */
+struct pg_gperf_mapping {
+	uint64_t start, end, offset;
+	char perms[5];			/* "r-xp" */
+	uint32_t prot;			/* PROT_READ 1 | PROT_WRITE 2 | PROT_EXEC 4 */
+	uint32_t flags;			/* MAP_PRIVATE 2 or MAP_SHARED 1 */
+	uint32_t maj, min;
+	uint64_t inode;
+	const char *path;		/* "" for an anonymous mapping */
+	bool deleted;			/* had " (deleted)" */
+	uint64_t line_offset;		/* byte offset of its line in the file */
+};
+
+struct pg_gperf_stats {
+	uint64_t records;		/* binary records read (trailer excluded) */
+	uint64_t samples;		/* their counts, summed */
+	uint64_t zero_pc_records;	/* skipped: first PC 0 */
+	uint64_t zero_pc_samples;	/* their counts */
+	uint64_t empty_records;		/* skipped: count 0 or no PCs */
+	uint64_t map_lines, ignored_lines;
+	bool trailer;			/* the binary part ended properly */
+	uint64_t truncated_at;		/* offset where reading stopped early, or 0 */
+	uint64_t binary_bytes;		/* header to trailer */
+};
+
+typedef struct pg_gperf pg_gperf;
+
+/* Does the buffer start like a CPU profile header (either size, order)? */
+bool pg_gperf_probe(const void *buf, size_t len);
+int pg_gperf_open(const char *path, struct pg_diag *diag, pg_gperf **out);
+/* buf must outlive the handle; name is used in messages. */
+int pg_gperf_open_mem(const void *buf, size_t len, const char *name,
+		      struct pg_diag *diag, pg_gperf **out);
+const struct pg_gperf_header *pg_gperf_header(const pg_gperf *g);
+void pg_gperf_stats(const pg_gperf *g, struct pg_gperf_stats *st);
+size_t pg_gperf_stack_count(const pg_gperf *g);	/* first-seen order */
+const struct pg_gperf_stack *pg_gperf_stack(const pg_gperf *g, size_t i);
+size_t pg_gperf_mapping_count(const pg_gperf *g);
+const struct pg_gperf_mapping *pg_gperf_mapping(const pg_gperf *g, size_t i);
+void pg_gperf_close(pg_gperf *g);
+
+/* ---- conversion into perf.data ---- */
+
+struct pg_gperf_path_map {
+	const char *from, *to;		/* a leading path prefix and its replacement */
+};
+
+struct pg_gperf_opts {
+	const char *profile;
+	const char *output;		/* "-": pipe mode on stdout */
+	bool pipe;
+	int64_t pid;			/* < 0: from the file name (NAME_PID), else 1 */
+	const char *comm;		/* NULL: the main program's base name */
+	const char *root;		/* prepended to paths no map rule changed */
+	const struct pg_gperf_path_map *maps;
+	size_t nmaps;
+	int compress_level;		/* file output: zstd level, 0 off */
+	/* refuse profiles counting more samples (a damaged count would have
+	 * the conversion write for ever); 0: PG_GPERF_DEFAULT_MAX_SAMPLES */
+	uint64_t max_samples;
+};
+
+#define PG_GPERF_DEFAULT_MAX_SAMPLES 4000000000ull	/* 11 days at 4 kHz */
+
+struct pg_gperf_convert_stats {
+	struct pg_gperf_stats profile;
+	uint64_t stacks, samples;	/* distinct stacks, SAMPLE records written */
+	uint64_t mmaps, build_ids;
+	uint64_t dropped_frames;	/* zero or above-user-space addresses */
+	uint64_t dropped_samples;	/* no frame left */
+	uint64_t period_ns;
+	uint32_t pid;
+	char comm[16];
+	uint64_t out_bytes;
+};
+
+#define PG_GPERF_DEFAULT_PERIOD_US 10000	/* gperftools' default 100 Hz */
+
+int pg_gperf_convert(const struct pg_gperf_opts *o, struct pg_diag *diag,
+		     struct pg_gperf_convert_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

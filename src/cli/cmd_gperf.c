@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/* perfgraft gperf: gperftools CPU profiles into perf.data. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <perfgraft/gperf.h>
+#include "cli/cli.h"
+
+static void do_help(FILE *f)
+{
+	fprintf(f, "usage: perfgraft gperf PROFILE [-o perf.data] [--pid N] [--comm NAME]\n"
+		   "                      [--root DIR] [--map OLD=NEW]... [--pipe] [-q] [-v]\n\n"
+		   "Converts a gperftools CPU profile (CPUPROFILE=, libprofiler) into a\n"
+		   "perf.data: the profile's executable mappings and one cpu-clock sample per\n"
+		   "tick with its call chain, so perf report counts what pprof counts.\n\n"
+		   "  -o, --output FILE     perf.data to write, - for a pipe (default: perf.data)\n"
+		   "  --pid N               process ID of the samples (default: the number after\n"
+		   "                        the last '_' of the profile's name, else 1)\n"
+		   "  --comm NAME           command name (default: the main program's name)\n"
+		   "  --root DIR            the profiled machine's files are under DIR: paths\n"
+		   "                        become DIR/PATH (those no --map rule changed)\n"
+		   "  --map OLD=NEW         a path starting with OLD starts with NEW instead\n"
+		   "                        (repeatable; the first matching rule applies)\n"
+		   "  --pipe                write pipe-mode perf.data into the file\n"
+		   "  -q, --quiet           no summary\n"
+		   "  -v                    print every warning (default: the first 20)\n"
+		   "  -h, --help            this text\n");
+}
+
+int cmd_gperf(int argc, char **argv)
+{
+	enum { OPT_PID = 256, OPT_COMM, OPT_ROOT, OPT_MAP, OPT_PIPE };
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "pid", required_argument, NULL, OPT_PID },
+		{ "comm", required_argument, NULL, OPT_COMM },
+		{ "root", required_argument, NULL, OPT_ROOT },
+		{ "map", required_argument, NULL, OPT_MAP },
+		{ "pipe", no_argument, NULL, OPT_PIPE },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct pg_gperf_opts go = { .output = "perf.data", .pid = -1 };
+	struct pg_gperf_path_map *maps = NULL;
+	struct pg_gperf_convert_stats st;
+	struct cli_warnings w = { 0 };
+	struct pg_diag diag;
+	double t0 = now_seconds();
+	bool quiet = false;
+	char *end, *eq;
+	int c, ret;
+
+	while ((c = getopt_long(argc, argv, "o:qvh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': go.output = optarg; break;
+		case OPT_PID: {
+			unsigned long long v = strtoull(optarg, &end, 10);
+
+			if (*end || !*optarg || v > 0x7fffffff) {
+				cli_error("--pid takes a process ID, not '%s'", optarg);
+				free(maps);
+				return EXIT_USAGE;
+			}
+			go.pid = (int64_t)v;
+			break;
+		}
+		case OPT_COMM: go.comm = optarg; break;
+		case OPT_ROOT: go.root = optarg; break;
+		case OPT_MAP: {
+			struct pg_gperf_path_map *m;
+
+			if (!(eq = strchr(optarg, '=')) || eq == optarg) {
+				cli_error("--map takes OLD=NEW, not '%s'", optarg);
+				free(maps);
+				return EXIT_USAGE;
+			}
+			if (!(m = realloc(maps, (go.nmaps + 1) * sizeof(*maps)))) {
+				cli_error("out of memory");
+				free(maps);
+				return EXIT_BADINPUT;
+			}
+			maps = m;
+			*eq = 0;
+			maps[go.nmaps++] = (struct pg_gperf_path_map){ optarg, eq + 1 };
+			break;
+		}
+		case OPT_PIPE: go.pipe = true; break;
+		case 'q': quiet = true; break;
+		case 'v': w.verbose++; break;
+		case 'h': do_help(stdout); free(maps); return 0;
+		default: do_help(stderr); free(maps); return EXIT_USAGE;
+		}
+	}
+	if (optind + 1 != argc) {
+		do_help(stderr);
+		free(maps);
+		return EXIT_USAGE;
+	}
+	go.profile = argv[optind];
+	go.maps = maps;
+	cli_diag_init(&diag, &w);
+	ret = pg_gperf_convert(&go, &diag, &st);
+	free(maps);
+	cli_warnings_flush(&w);
+	if (ret < 0) {
+		cli_error("%s", diag.err);
+		cli_warnings_free(&w);
+		return EXIT_BADINPUT;
+	}
+	if (!quiet) {
+		fprintf(stderr, "perfgraft: gperf: %s: %llu records, %llu samples in %llu distinct stacks, period %llu us, %llu executable mappings (%llu build-ids) -> %llu samples of %s (pid %u), %llu frames dropped (0 or above user space), %llu samples without a frame; %s written (%.1f MB) in %.2f s\n",
+			go.profile, (unsigned long long)st.profile.records,
+			(unsigned long long)st.profile.samples, (unsigned long long)st.stacks,
+			(unsigned long long)(st.period_ns / 1000), (unsigned long long)st.mmaps,
+			(unsigned long long)st.build_ids, (unsigned long long)st.samples, st.comm,
+			st.pid, (unsigned long long)st.dropped_frames,
+			(unsigned long long)st.dropped_samples, go.output, st.out_bytes / 1e6,
+			now_seconds() - t0);
+	}
+	cli_warnings_free(&w);
+	return 0;
+}

@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: MIT */
+/* gperftools CPU profile -> perf.data.
+ *
+ * One process (the profile has no pid or tid): a COMM, an MMAP2 for every
+ * executable mapping of the profile's maps text (exact pgoff, prot, flags,
+ * path, inode; the build-id of the file at that path when it is an ELF),
+ * then one cpu-clock SAMPLE per counted tick: IP = the interrupted PC, call
+ * chain = that PC and the return addresses minus 1 (so a call that ends a
+ * function stays in it, as pprof attributes it), period = the profile's
+ * sampling period in ns, times strictly increasing after the mappings.
+ * Frames pprof drops are dropped: address 0 (the end of an unwind) and
+ * addresses above user space ([vsyscall]). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <perfgraft/gperf.h>
+#include <perfgraft/perfdata.h>
+#include "util/util.h"
+
+#define PERF_CONTEXT_USER ((uint64_t)-512)
+#define MISC_USER 2
+#define ROUND_EVENTS 65536
+#define T0 1000000000ull		/* mappings at 1 s; samples after */
+#define USER_MAX 0x7fffffffffffffffull	/* perl pprof skips frames above */
+#define SAMPLE_TYPE (PG_SAMPLE_IP | PG_SAMPLE_TID | PG_SAMPLE_TIME | \
+		     (1u << 8) /* PERIOD */ | (1u << 5) /* CALLCHAIN */)
+
+struct conv {
+	const struct pg_gperf_opts *o;
+	struct pg_diag *diag;
+	struct pg_gperf_convert_stats *st;
+	pg_gperf *g;
+	pg_pdw *w;
+	struct pg_buf rec;
+	uint64_t since_round;
+};
+
+static int put_round(struct conv *cv, bool force)
+{
+	static const uint8_t fr[8] = { PG_PERF_RECORD_FINISHED_ROUND, 0, 0, 0, 0, 0, 8, 0 };
+
+	if (!force && ++cv->since_round < ROUND_EVENTS)
+		return 0;
+	cv->since_round = 0;
+	return pg_pdw_write(cv->w, fr, sizeof(fr), NULL, 0);
+}
+
+/* The path perf should open: the first --map rule whose prefix matches at
+ * a component boundary, else --root prepended; pseudo paths ([vdso]) and
+ * relative ones stay.  A new string. */
+static char *remap(const struct pg_gperf_opts *o, const char *path)
+{
+	char *out = NULL;
+
+	if (path[0] != '/')
+		return strdup(path);
+	for (size_t i = 0; i < o->nmaps; i++) {
+		const char *from = o->maps[i].from;
+		size_t n = strlen(from);
+
+		if (n && !strncmp(path, from, n) &&
+		    (path[n] == '/' || path[n] == 0 || from[n - 1] == '/'))
+			return asprintf(&out, "%s%s", o->maps[i].to, path + n) < 0 ? NULL : out;
+	}
+	if (o->root && *o->root) {
+		int n = (int)strlen(o->root);
+
+		while (n > 0 && o->root[n - 1] == '/')	/* "DIR/" + "/usr" */
+			n--;
+		return asprintf(&out, "%.*s%s", n, o->root, path) < 0 ? NULL : out;
+	}
+	return strdup(path);
+}
+
+static bool is_lib(const char *path)
+{
+	const char *b = strrchr(path, '/'), *so;
+
+	b = b ? b + 1 : path;
+	so = strstr(b, ".so");
+	return so && (so[3] == 0 || so[3] == '.');
+}
+
+/* The main program: the first executable mapping of a file that is not a
+ * shared object or a pseudo path. */
+static const char *main_path(const pg_gperf *g)
+{
+	for (size_t i = 0; i < pg_gperf_mapping_count(g); i++) {
+		const struct pg_gperf_mapping *m = pg_gperf_mapping(g, i);
+
+		if ((m->prot & 4) && m->path[0] == '/' && !is_lib(m->path))
+			return m->path;
+	}
+	return NULL;
+}
+
+/* gperftools names a child's profile NAME_PID */
+static uint32_t pid_from_name(const char *file)
+{
+	const char *u = strrchr(file, '_');
+	unsigned long v;
+	char *end;
+
+	if (!u || u[1] < '1' || u[1] > '9')
+		return 1;
+	v = strtoul(u + 1, &end, 10);
+	return *end || v > 4194304 ? 1 : (uint32_t)v;
+}
+
+static int write_header(struct conv *cv)
+{
+	struct pg_buf b = { 0 };
+	uint64_t flags = 1ull << 5 | 1ull << 6 |	/* exclude_kernel, exclude_hv */
+			 1ull << 8 | 1ull << 9 |	/* mmap, comm */
+			 1ull << 18 | 1ull << 23;	/* sample_id_all, mmap2 */
+	uint64_t id = 1;
+	int ret;
+
+	pg_buf_u32(&b, 1);			/* PERF_TYPE_SOFTWARE */
+	pg_buf_u32(&b, 128);
+	pg_buf_u64(&b, 0);			/* cpu-clock */
+	pg_buf_u64(&b, cv->st->period_ns);
+	pg_buf_u64(&b, SAMPLE_TYPE);
+	pg_buf_u64(&b, 0);			/* read_format */
+	pg_buf_u64(&b, flags);
+	while (b.len < 128)
+		pg_buf_u8(&b, 0);
+	ret = b.oom ? pg_err(cv->diag, -ENOMEM, "out of memory")
+		    : pg_pdw_add_attr(cv->w, b.p, 128, &id, 1);
+	pg_buf_free(&b);
+	return ret;
+}
+
+static int write_comm(struct conv *cv)
+{
+	struct pg_buf *b = &cv->rec;
+	char comm[16] = { 0 };
+
+	memcpy(comm, cv->st->comm, sizeof(comm) - 1);
+	b->len = 0;
+	pg_buf_u32(b, PG_PERF_RECORD_COMM);
+	pg_buf_u16(b, 0);
+	pg_buf_u16(b, 8 + 8 + 16 + 16);
+	pg_buf_u32(b, cv->st->pid);
+	pg_buf_u32(b, cv->st->pid);
+	pg_buf_add(b, comm, 16);
+	pg_buf_u32(b, cv->st->pid);		/* sample_id: TID, TIME */
+	pg_buf_u32(b, cv->st->pid);
+	pg_buf_u64(b, T0);
+	if (b->oom)
+		return pg_err(cv->diag, -ENOMEM, "out of memory");
+	return pg_pdw_write(cv->w, b->p, b->len, NULL, 0);
+}
+
+static int write_mmaps(struct conv *cv)
+{
+	struct pg_pd_attr a = { .sample_type = SAMPLE_TYPE, .sample_id_all = true };
+	const char **seen = NULL;
+	size_t nseen = 0, scap = 0;
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < pg_gperf_mapping_count(cv->g); i++) {
+		const struct pg_gperf_mapping *m = pg_gperf_mapping(cv->g, i);
+		char *path;
+		uint8_t id[20];
+		unsigned idn;
+		bool dup = false;
+
+		if (!(m->prot & 4) || m->start > USER_MAX)	/* [vsyscall]: frames dropped */
+			continue;
+		if (!(path = remap(cv->o, m->path[0] ? m->path : "//anon")))
+			return pg_err(cv->diag, -ENOMEM, "out of memory");
+		struct pg_pdw_mmap2 mm = {
+			.pid = cv->st->pid, .tid = cv->st->pid,
+			.start = m->start, .len = m->end - m->start, .pgoff = m->offset,
+			.maj = m->maj, .min = m->min, .ino = m->inode,
+			.prot = m->prot, .flags = m->flags, .filename = path, .time = T0,
+		};
+		ret = pg_pdw_mmap2(cv->w, &a, &mm);
+		cv->st->mmaps++;
+		/* one build-id per file that is there and is an ELF */
+		for (size_t j = 0; j < nseen; j++)
+			dup |= !strcmp(seen[j], path);
+		if (!ret && !dup && path[0] == '/' && (idn = pg_file_build_id(path, id))) {
+			ret = pg_pdw_build_id(cv->w, (int32_t)cv->st->pid, MISC_USER, id, idn, path);
+			cv->st->build_ids++;
+		}
+		if (!dup && pg_grow((void **)&seen, &scap, nseen + 1, sizeof(*seen)))
+			seen[nseen++] = path;
+		else
+			free(path);
+	}
+	for (size_t j = 0; j < nseen; j++)
+		free((char *)seen[j]);
+	free(seen);
+	return ret;
+}
+
+static int write_samples(struct conv *cv)
+{
+	struct pg_buf *b = &cv->rec;
+	uint64_t t = T0;
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < pg_gperf_stack_count(cv->g); i++) {
+		const struct pg_gperf_stack *s = pg_gperf_stack(cv->g, i);
+		size_t nr_at, time_at, n = 0;
+
+		b->len = 0;
+		pg_buf_u32(b, PG_PERF_RECORD_SAMPLE);
+		pg_buf_u16(b, MISC_USER);
+		pg_buf_u16(b, 0);			/* size, below */
+		pg_buf_u64(b, 0);			/* ip, below */
+		pg_buf_u32(b, cv->st->pid);
+		pg_buf_u32(b, cv->st->pid);
+		time_at = b->len;
+		pg_buf_u64(b, 0);
+		pg_buf_u64(b, cv->st->period_ns);
+		nr_at = b->len;
+		pg_buf_u64(b, 0);
+		pg_buf_u64(b, PERF_CONTEXT_USER);
+		for (uint32_t k = 0; k < s->depth; k++) {
+			uint64_t pc = s->pcs[k];
+
+			if (pc == 0 || pc > USER_MAX) {
+				cv->st->dropped_frames += s->count;
+				continue;
+			}
+			pg_buf_u64(b, k ? pc - 1 : pc);
+			if (!n++)
+				pg_buf_put64(b, 8, k ? pc - 1 : pc);
+		}
+		if (!n) {
+			cv->st->dropped_samples += s->count;
+			continue;
+		}
+		if (b->oom)
+			return pg_err(cv->diag, -ENOMEM, "out of memory");
+		if (b->len > UINT16_MAX)	/* cannot happen: <= 65536 PCs... */
+			return pg_err(cv->diag, -EINVAL, "%s: offset %llu: a stack of %u PCs does not fit a perf record",
+				      cv->o->profile, (unsigned long long)s->offset, s->depth);
+		pg_buf_put64(b, nr_at, n + 1);
+		b->p[6] = (uint8_t)(b->len & 0xff);
+		b->p[7] = (uint8_t)(b->len >> 8);
+		for (uint64_t c = 0; !ret && c < s->count; c++) {
+			t += cv->st->period_ns;
+			pg_buf_put64(b, time_at, t);
+			ret = pg_pdw_write(cv->w, b->p, b->len, NULL, 0);
+			if (!ret)
+				ret = put_round(cv, false);
+			cv->st->samples++;
+		}
+	}
+	return ret ? ret : put_round(cv, true);
+}
+
+int pg_gperf_convert(const struct pg_gperf_opts *o, struct pg_diag *diag,
+		     struct pg_gperf_convert_stats *st)
+{
+	struct conv cv = { .o = o, .diag = diag, .st = st };
+	struct pg_pdw_opts wo = { .pipe = o->pipe, .compress_level = o->compress_level };
+	const struct pg_gperf_header *h;
+	const char *mp, *slash;
+	int ret;
+
+	memset(st, 0, sizeof(*st));
+	if ((ret = pg_gperf_open(o->profile, diag, &cv.g)) < 0)
+		return ret;
+	h = pg_gperf_header(cv.g);
+	pg_gperf_stats(cv.g, &st->profile);
+	st->stacks = pg_gperf_stack_count(cv.g);
+	st->period_ns = (h->period_us ? h->period_us : PG_GPERF_DEFAULT_PERIOD_US) * 1000;
+	st->pid = o->pid >= 0 ? (uint32_t)o->pid : pid_from_name(o->profile);
+	mp = main_path(cv.g);
+	if (o->comm)
+		snprintf(st->comm, sizeof(st->comm), "%s", o->comm);
+	else if (mp)
+		snprintf(st->comm, sizeof(st->comm), "%s", (slash = strrchr(mp, '/')) ? slash + 1 : mp);
+	else
+		snprintf(st->comm, sizeof(st->comm), "gperf");
+	uint64_t max = o->max_samples ? o->max_samples : PG_GPERF_DEFAULT_MAX_SAMPLES;
+
+	if (st->profile.samples > max) {
+		const struct pg_gperf_stack *big = NULL;
+
+		for (size_t i = 0; i < st->stacks; i++) {	/* name the biggest count */
+			const struct pg_gperf_stack *s = pg_gperf_stack(cv.g, i);
+
+			if (!big || s->count > big->count)
+				big = s;
+		}
+		ret = pg_err(diag, -EFBIG, "%s: offset %llu: a count of %llu makes %llu samples in all, more than %llu: a damaged count?",
+			     o->profile, (unsigned long long)big->offset,
+			     (unsigned long long)big->count,
+			     (unsigned long long)st->profile.samples, (unsigned long long)max);
+		goto out;
+	}
+	if (st->profile.samples && !pg_gperf_mapping_count(cv.g))
+		pg_warn(diag, "%s: no mapped objects: perf will show every address as unknown",
+			o->profile);
+	if ((ret = pg_pdw_open(o->output, &wo, diag, &cv.w)) < 0)
+		goto out;
+	if ((ret = write_header(&cv)) < 0 || (ret = write_comm(&cv)) < 0 ||
+	    (ret = write_mmaps(&cv)) < 0 || (ret = write_samples(&cv)) < 0) {
+		pg_pdw_abort(cv.w);
+		goto out;
+	}
+	st->out_bytes = pg_pdw_bytes(cv.w);
+	ret = pg_pdw_close(cv.w);
+out:
+	pg_buf_free(&cv.rec);
+	pg_gperf_close(cv.g);
+	return ret;
+}
