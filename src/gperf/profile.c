@@ -16,7 +16,10 @@
 #include <perfgraft/gperf.h>
 #include "util/util.h"
 
-#define MAX_DEPTH 65536		/* perl pprof's limit; gperftools writes <= 254 */
+/* gperftools writes at most 254 PCs (64 before 2.9); four times that is
+ * damage, not a stack (perl pprof would read up to 65536 and swallow the
+ * records that follow) */
+#define MAX_DEPTH 1016
 
 struct pg_gperf {
 	const uint8_t *base;
