@@ -167,11 +167,16 @@ static int add_stack(pg_gperf *g, uint64_t count, uint32_t depth, uint64_t off)
 
 static int read_records(pg_gperf *g, struct pg_diag *d, size_t *text_at)
 {
-	size_t ws = g->ws, off = (2 + (size_t)g->h.header_slots) * ws;
+	size_t ws = g->ws, off = (2 + (size_t)g->h.header_slots) * ws, done = 0;
 
 	*text_at = g->size;
 	while (off < g->size) {
 		uint64_t count, depth;
+
+		if (g->mapped && off - done >= (8u << 20)) {	/* records read: pages back */
+			pg_release_mapped(g->base, done, off);
+			done = off & ~(size_t)4095;
+		}
 
 		if (g->size - off < 2 * ws) {
 			pg_warn(d, "%s: offset %zu: truncated record header (%zu bytes left); the profile is cut short: everything before it is used, no mapped objects",

@@ -10,6 +10,14 @@
 
 #include "util/util.h"
 
+void pg_release_mapped(const uint8_t *base, uint64_t off, uint64_t end)
+{
+	uint64_t lo = pg_align(off, 4096), hi = end & ~4095ull;
+
+	if (base && hi > lo)
+		madvise((void *)(base + lo), hi - lo, MADV_DONTNEED);
+}
+
 int pg_map_file(const char *path, bool sequential, struct pg_diag *diag,
 		const uint8_t **base, size_t *size)
 {

@@ -77,6 +77,10 @@ unsigned pg_file_build_id(const char *path, uint8_t id[20]);
 int pg_map_file(const char *path, bool sequential, struct pg_diag *diag,
 		const uint8_t **base, size_t *size);
 void pg_unmap_file(const uint8_t *base, size_t size);
+/* Hands back the whole pages of [off, end) of a mapping made by
+ * pg_map_file, once read: resident memory stays at what is being read,
+ * not the file's size (the pages come back from the file if touched). */
+void pg_release_mapped(const uint8_t *base, uint64_t off, uint64_t end);
 
 static inline uint64_t pg_align(uint64_t v, uint64_t a)
 {

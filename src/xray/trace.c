@@ -189,10 +189,8 @@ bool pg_xray_probe(const void *buf, size_t len)
  * stays at the buffers being read, not the file's size. */
 static void release(pg_xray *t, uint64_t off, uint64_t end)
 {
-	uint64_t lo = pg_align(off, 4096), hi = end & ~4095ull;
-
-	if (t->mapped && hi > lo)
-		madvise((void *)(t->base + lo), hi - lo, MADV_DONTNEED);
+	if (t->mapped)
+		pg_release_mapped(t->base, off, end);
 }
 
 /* The index pass reads a little of every buffer; it hands the pages back
