@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/* ownlib: the program calls work_outer() in its own libwork.so (found
+ * through rpath $ORIGIN) and spins in local_spin() itself.  Shares:
+ * libwork.so work_inner ~60%, work_outer ~15%, local_spin ~25%; then
+ * 1e8 calls of the empty work_nop() through the PLT. */
+#include <stdlib.h>
+
+#include "spin.h"
+
+void work_outer(unsigned long unit);
+void work_nop(void);
+
+__attribute__((noinline)) static void local_spin(unsigned long unit)
+{
+	SPIN_BODY(25 * unit);
+}
+
+int main(int argc, char **argv)
+{
+	int i, rounds = argc > 1 ? atoi(argv[1]) : 10;
+
+	for (i = 0; i < rounds; i++) {
+		work_outer(1000000);
+		local_spin(1000000);
+	}
+	for (i = 0; i < 100000000; i++)
+		work_nop();
+	return 0;
+}

@@ -1,0 +1,661 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""perfgraft gperf on real gperftools CPU profiles, judged by perl pprof
+(google-pprof 2.10) and perf 6.1.
+
+The profiles come from gcc programs (tests/gperf/*.c) that
+tests/gen-gperf-profiles.sh builds and runs under libprofiler into a
+temporary directory: PIE and non-PIE, an own shared library (with PLT
+calls), 4 threads, 300-deep recursion (records cut at 254 PCs), the
+ProfilerStart/Flush/Stop API, a dlopen'ed and dlclose'd plugin, clock_gettime
+in the [vdso], and an inlined hot function.
+
+For every profile:
+  (a) `perfgraft dump --json` total_samples, and the sample count of the
+      converted perf.data, equal pprof's "Total: N samples";
+  (b) flat counts per function from `perf report --no-children -n --sort
+      sym` equal `google-pprof --text`'s flat column;
+  (c) cumulative counts from `perf report --children` equal
+      `google-pprof --text --no-auto-signal-frm`'s cum column (a perf.data
+      keeps every frame; perl's automatic second-frame removal is off);
+  (d) `perf annotate --stdio` of the hottest own function puts its samples
+      on its instructions;
+  (e) dlopen: the dlclose'd plugin's samples are unknown addresses for both
+      tools, with equal sums;
+  plus: one MMAP2 per executable maps line with the exact offset, the
+  cpu-clock period, the summary line, -q, --pid and --comm.
+
+Names: the two tools name the same code differently.  Every difference is
+listed below (RENAMES, GLIBC_ALIAS, PLT, VDSO, INLINED) with the reason;
+a function only one side reports fails the test.
+
+perfgraft's contract (tests the converter, does not re-implement it):
+  perfgraft gperf PROFILE -o OUT.data [--pid N] [--comm NAME] [--root DIR]
+            [--map OLD=NEW] [-q]
+  perfgraft dump --json PROFILE
+Set PERFGRAFT_GPERF_PROFILES=DIR to reuse profiles that
+tests/gen-gperf-profiles.sh DIR wrote (to rerun on the same profiles);
+otherwise they are generated into a temporary directory.
+The converter must exist in the build ($PERFGRAFT, default
+<repo>/build/perfgraft): if `perfgraft gperf --help` fails, the converter
+tests fail (they do not skip).
+"""
+
+import collections
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import pprof_ref  # noqa: E402
+
+PERFGRAFT = os.environ.get("PERFGRAFT", os.path.join(HERE, "..", "build", "perfgraft"))
+GEN = os.path.join(HERE, "gen-gperf-profiles.sh")
+LIBPROFILER = "/usr/lib/x86_64-linux-gnu/libprofiler.so"
+
+SCENARIOS = ["pie", "nopie", "ownlib", "threads", "deep", "api", "dlopen", "vdso", "inline"]
+# CPUPROFILE_FREQUENCY used by the generator, per scenario.
+FREQ = {"deep": 250, "api": 250}
+
+# ---------------------------------------------------------------------------
+# Name differences between perl pprof and perf report for the same code.
+#
+# perl pprof 2.10 names a PC with `addr2line -f [-i]` (DWARF; for glibc it
+# follows the debug link into libc6-dbg) and falls back to `nm`; it never
+# prints symbol versions.  perf 6.1 uses the ELF symbol tables (for glibc the
+# libc6-dbg .symtab found by build id) and prefers global, versioned names.
+#
+# RENAMES: pprof name -> perf name, exact, each seen in these profiles.
+RENAMES = {
+    # glibc 2.34+: __libc_start_main_impl is the function's DWARF (and local
+    # symbol) name; perf picks the global default-version alias at the same
+    # address.  In every scenario (caller of main via __libc_start_call_main).
+    "__libc_start_main_impl": "__libc_start_main@@GLIBC_2.34",
+    # vdso scenario: the libc wrapper around the vdso call.  __GI_ is glibc's
+    # hidden internal alias (hidden_def), addr2line reports it; perf takes
+    # the exported versioned symbol.
+    "__GI___clock_gettime": "clock_gettime@@GLIBC_2.17",
+    # dlopen scenario, when a tick lands inside dlclose(): DWARF name of
+    # dlclose is __dlclose; perf picks the compat-version alias (both
+    # dlclose@@GLIBC_2.34 and dlclose@GLIBC_2.2.5 sit at that address).
+    "__dlclose": "dlclose@GLIBC_2.2.5",
+    # ... and the rtld side of dlclose: ld.so's own munmap copy (assembly,
+    # no DWARF name) is the local __GI_munmap in ld.so's debug symtab, perf
+    # prefers the global munmap at the same address.
+    "__GI_munmap": "munmap",
+    # ... hidden aliases of the exported ld.so functions.
+    "__GI__dl_catch_error": "_dl_catch_error",
+    "__GI__dl_catch_exception": "_dl_catch_exception",
+    # ... ld.so exports no _fini, so perl pprof runs addr2line without -i
+    # there and gets the innermost inlined function (_dl_unmap_segments,
+    # dl-unmap-segments.h) instead of the containing symbol _dl_unmap that
+    # perf reports.
+    "_dl_unmap_segments": "_dl_unmap",
+    # threads scenario, when a tick lands in main's pthread_join (futex
+    # wait on wake-up).  libc.so.6 exports no _fini either, so addr2line runs
+    # without -i and reports the inlined __futex_abstimed_wait_common64
+    # (futex-internal.c:61); perf reports the containing local symbol
+    # __futex_abstimed_wait_common from libc6-dbg's symtab.
+    "__futex_abstimed_wait_common64": "__futex_abstimed_wait_common",
+    # threads scenario, a tick inside pthread_create: glibc's implementation
+    # of the GLIBC_2.1 version is __pthread_create_2_1 (DWARF name); perf
+    # picks the pthread_create@GLIBC_2.2.5 alias at the same address.
+    "__pthread_create_2_1": "pthread_create@GLIBC_2.2.5",
+    # a tick in lazy symbol binding (seen in deep): _dl_new_hash is inlined
+    # into _dl_lookup_symbol_x; ld.so again (no _fini, addr2line without
+    # -i), so pprof names the inlined function, perf the containing symbol.
+    "_dl_new_hash": "_dl_lookup_symbol_x",
+}
+
+# PLT: perf synthesizes "foo@plt" for a tick in a PLT stub; the stubs have
+# no symbol of their own, so perl pprof gives them to the nearest preceding
+# nm symbol of the main program, _init (.init comes right before .plt).
+# Seen in ownlib (work_nop@plt: 1e8 calls through the PLT).  perf's own
+# "_init" row (a tick in .init or in the PLT's lazy-binding entry, seen once
+# in vdso) joins the bucket, since pprof cannot tell them apart.
+PLT_PPROF_NAME = "_init"
+PLT_KEY = "<PLT stubs: perf foo@plt, pprof _init>"
+
+# VDSO: the [vdso] has no file: perl pprof prints one raw address row per
+# PC inside the profile's [vdso] mapping; perf symbolizes them with its own
+# vdso (same kernel here) as __vdso_clock_gettime etc.  Both sides go to one
+# bucket.  Seen in vdso.
+VDSO_KEY = "<[vdso]: perf __vdso_*, pprof raw addresses>"
+
+# INLINED: pprof expands inline frames from DWARF ("hot_inl (inline)"),
+# perf report does not.  Flat: the inline row's samples are the containing
+# function's self samples in perf.  Cum: perf has no row for the inlined
+# function (its samples are inside the container's cum already), so the
+# inline row is left out of the cum comparison.  Seen in inline.
+INLINED = {
+    "hot_inl (inline)": "outer",  # inline.c: static inline always_inline in outer()
+}
+
+# NM_FALLBACK: perf prints an address as "0x00007f..." when no symbol's
+# range covers it (e.g. local functions of a stripped library without
+# debug info, such as libprofiler.so.0: a tick during ProfilerStop at
+# exit); perl pprof falls back to nm and gives the address to the nearest
+# preceding symbol whatever its size (seen: "CpuProfiler::prof_handler").
+# Such a perf row is paired with the name pprof --addresses printed for the
+# very same address.
+
+# GLIBC_ALIAS: for names in neither RENAMES nor printed by perf as is (the
+# libc/ld.so internals a stray tick can land in: exit, dlopen, pthread_join
+# wake-up, ...), one pprof name and one perf name that are left over are
+# paired when they are equal after these steps, each a glibc naming
+# convention:
+#   - drop a symbol version "@@GLIBC_2.34" / "@GLIBC_2.2.5": perf prints
+#     the versioned ELF name; pprof prints none, except when addr2line knows
+#     nothing and it falls back to nm (e.g. "__cxa_finalize@@GLIBC_2.2.5"
+#     from pprof while perf says "__cxa_finalize");
+#   - drop a "__GI_" prefix: glibc's hidden internal alias (hidden_def),
+#     the DWARF/local name addr2line reports;
+#   - drop leading underscores: the internal implementation name
+#     (__dlclose, ___pthread_mutex_unlock) versus the exported alias perf
+#     prefers (dlclose@GLIBC_2.2.5, pthread_mutex_unlock@@GLIBC_2.2.5).
+# A pairing must be unambiguous (exactly one candidate on each side);
+# anything else stays unmatched and fails the comparison.
+
+
+def strip_version(name):
+    return re.sub(r"@@?[A-Za-z_][\w.]*$", "", name)
+
+
+def glibc_alias_norm(name):
+    n = strip_version(name)
+    if n.startswith("__GI_"):
+        n = n[len("__GI_"):]
+    return n.lstrip("_")
+
+
+class NameMap:
+    """Maps the names of one scenario's pprof and perf tables onto common
+    keys.  why[name] says which rule applied to a pprof name."""
+
+    def __init__(self, pprof_names, perf_names, maps, pprof_addr_rows=()):
+        self.vdso = [(m.start, m.end) for m in maps if m.path == "[vdso]"]
+        self.why = {}
+        self._key = {}
+        self._perf_hex = {}
+        by_addr = collections.defaultdict(set)
+        for r in pprof_addr_rows:
+            by_addr[r.addr].add(r.name)
+        for n in perf_names:
+            if pprof_ref.is_hex_name(n) and not self.in_vdso(pprof_ref.hex_value(n)):
+                names = by_addr.get(pprof_ref.hex_value(n), set())
+                if len(names) == 1:
+                    (pn,) = names
+                    if not pprof_ref.is_hex_name(pn):
+                        self._perf_hex[n] = pn
+                        self.why[pn] = "NM_FALLBACK <- perf " + n
+        perf_names = set(perf_names)
+        used = set()
+        left = []
+        for name in sorted(pprof_names):
+            k = self._fixed_key(name)
+            if k is None and name in perf_names:
+                k = name
+            if k is None:
+                left.append(name)
+            else:
+                self._key[name] = k
+                used.add(k)
+        spare = [n for n in perf_names if n not in used and self.perf_key(n) == n
+                 and not pprof_ref.is_hex_name(n)]
+        for name in left:
+            cands = [n for n in spare if glibc_alias_norm(n) == glibc_alias_norm(name)]
+            rivals = [o for o in left if glibc_alias_norm(o) == glibc_alias_norm(name)]
+            if len(cands) == 1 and len(rivals) == 1:
+                self._key[name] = cands[0]
+                self.why[name] = "GLIBC_ALIAS -> " + cands[0]
+            else:
+                self._key[name] = name
+
+    def in_vdso(self, addr):
+        return any(s <= addr < e for s, e in self.vdso)
+
+    def _fixed_key(self, name):
+        if pprof_ref.is_hex_name(name):
+            if self.in_vdso(pprof_ref.hex_value(name)):
+                self.why[name] = "VDSO"
+                return VDSO_KEY
+            return name  # unresolvable for both: same spelling (0x%016x)
+        if name in INLINED:
+            self.why[name] = "INLINED"
+            return INLINED[name]
+        if name == PLT_PPROF_NAME:
+            self.why[name] = "PLT"
+            return PLT_KEY
+        if name in RENAMES:
+            self.why[name] = "RENAMES"
+            return RENAMES[name]
+        return None
+
+    def pprof_key(self, name, kind):
+        """Common key for a pprof row, or None when the row has no perf
+        counterpart for this kind ("cum" of an inline row)."""
+        if kind == "cum" and name in INLINED:
+            return None
+        return self._key.get(name, name)
+
+    def perf_key(self, name):
+        if name in self._perf_hex:
+            return self._key.get(self._perf_hex[name], self._perf_hex[name])
+        if name.endswith("@plt") or name == PLT_PPROF_NAME:
+            return PLT_KEY
+        if name.startswith("__vdso_"):
+            return VDSO_KEY
+        if pprof_ref.is_hex_name(name) and self.in_vdso(pprof_ref.hex_value(name)):
+            return VDSO_KEY
+        return name
+
+
+def fold(rows, keyfn):
+    out = collections.Counter()
+    for name, v in rows.items():
+        k = keyfn(name)
+        if k is not None and v:
+            out[k] += v
+    return dict(out)
+
+
+def diff_message(what, pp, pf, extra=""):
+    lines = ["%s differ (pprof vs perf):" % what]
+    for k in sorted(set(pp) | set(pf)):
+        a, b = pp.get(k), pf.get(k)
+        mark = "   " if a == b else "!! "
+        lines.append("%s%-50s pprof=%-6s perf=%s" % (mark, k, a, b))
+    return "\n".join(lines) + ("\n" + extra if extra else "")
+
+
+# ---------------------------------------------------------------------------
+
+def missing_tools():
+    missing = []
+    if not shutil.which("perf"):
+        missing.append("perf")
+    if pprof_ref.google_pprof() is None:
+        missing.append("google-pprof (google-perftools)")
+    if not shutil.which(os.environ.get("CC", "gcc")):
+        missing.append("gcc")
+    if not (os.path.exists(LIBPROFILER) or
+            os.path.exists("/usr/lib/x86_64-linux-gnu/libprofiler.so.0")):
+        missing.append("libprofiler (libgoogle-perftools-dev)")
+    if not os.path.exists("/usr/include/gperftools/profiler.h"):
+        missing.append("gperftools/profiler.h (libgoogle-perftools-dev)")
+    for tool in ("addr2line", "nm", "objdump"):
+        if not shutil.which(tool):
+            missing.append(tool + " (binutils)")
+    return missing
+
+
+_MISSING = missing_tools()
+
+
+def converter_problem():
+    """None if `PERFGRAFT gperf --help` works, else why not."""
+    if not os.path.exists(PERFGRAFT):
+        return "%s does not exist (build perfgraft first)" % PERFGRAFT
+    try:
+        p = subprocess.run([PERFGRAFT, "gperf", "--help"], capture_output=True,
+                           text=True, timeout=60)
+    except OSError as e:
+        return "cannot run %s: %s" % (PERFGRAFT, e)
+    if p.returncode != 0:
+        return ("`%s gperf --help` exited with status %d: %s"
+                % (PERFGRAFT, p.returncode, (p.stderr or p.stdout).strip()[:500]))
+    return None
+
+
+@unittest.skipIf(_MISSING, "needs " + ", ".join(_MISSING))
+class GperfRealProfiles(unittest.TestCase):
+    maxDiff = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls._tmp = tempfile.TemporaryDirectory(prefix="pg-gperf-")
+        cls.tmp = cls._tmp.name
+        cls.buildid = os.path.join(cls.tmp, "buildid")
+        cls.perftmp = os.path.join(cls.tmp, "perftmp")
+        os.mkdir(cls.buildid)
+        os.mkdir(cls.perftmp)
+        out = os.environ.get("PERFGRAFT_GPERF_PROFILES")
+        if not out:
+            out = os.path.join(cls.tmp, "profiles")
+            p = subprocess.run(["bash", GEN, out], capture_output=True, text=True,
+                               timeout=600)
+            if p.returncode != 0:
+                cls._tmp.cleanup()
+                raise RuntimeError("gen-gperf-profiles.sh failed (%d): %s"
+                                   % (p.returncode, p.stderr[-3000:]))
+        cls.profiles = out
+        with open(os.path.join(out, "scenarios.json")) as f:
+            cls.scen = {s["name"]: s for s in json.load(f)}
+        cls.problem = converter_problem()
+        cls._cache = {}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._tmp.cleanup()
+
+    # -- helpers -------------------------------------------------------------
+    def cached(self, key, fn):
+        if key not in self._cache:
+            self._cache[key] = fn()
+        return self._cache[key]
+
+    def need_converter(self):
+        if self.problem:
+            self.fail("perfgraft gperf is not available: " + self.problem)
+
+    def pprof(self, name, no_auto=False):
+        s = self.scen[name]
+        return self.cached(("pprof", name, no_auto), lambda: pprof_ref.pprof_text(
+            s["binary"], s["profile"], no_auto_signal_frm=no_auto))
+
+    def maps(self, name):
+        return self.cached(("maps", name), lambda: pprof_ref.profile_maps(self.scen[name]["profile"]))
+
+    def convert(self, name, *extra, tag=""):
+        self.need_converter()
+        out = os.path.join(self.tmp, name + tag + ".data")
+        args = [PERFGRAFT, "gperf", self.scen[name]["profile"], "-o", out] + list(extra)
+        p = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, "%s: %s" % (" ".join(args), p.stderr))
+        self.assertTrue(os.path.getsize(out) > 0, out)
+        return out, p.stderr
+
+    def data(self, name):
+        return self.cached(("data", name), lambda: self.convert(name)[0])
+
+    def perf(self, name):
+        """(total, {name: (flat, cum)}) of the converted profile."""
+        return self.cached(("perf", name), lambda: pprof_ref.perf_flat_cum(
+            self.data(name), self.buildid, self.perftmp))
+
+    def dump(self, name):
+        def run():
+            self.need_converter()
+            p = subprocess.run([PERFGRAFT, "dump", "--json", self.scen[name]["profile"]],
+                               capture_output=True, text=True, timeout=300)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            return json.loads(p.stdout)
+        return self.cached(("dump", name), run)
+
+    def perf_script(self, data, *args):
+        p = subprocess.run(["perf", "--buildid-dir", self.buildid, "script", "-i", data]
+                           + list(args), capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, TMPDIR=self.perftmp))
+        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+        return p.stdout
+
+    def namemap(self, name):
+        pp = self.pprof(name)
+        pc = self.pprof(name, no_auto=True)
+        _total, pf = self.perf(name)
+        maps = self.maps(name)
+        vdso = [(m.start, m.end) for m in maps if m.path == "[vdso]"]
+        hexrows = [n for n in pf if pprof_ref.is_hex_name(n) and not any(
+            s <= pprof_ref.hex_value(n) < e for s, e in vdso)]
+        addr_rows = []
+        if hexrows:
+            sc = self.scen[name]
+            addr_rows = self.cached(("pprof-addr", name), lambda: pprof_ref.pprof_addresses(
+                sc["binary"], sc["profile"], no_auto_signal_frm=True))
+        return NameMap(set(pp.rows) | set(pc.rows), pf, maps, addr_rows)
+
+    # -- the generator and the references (need no converter) ----------------
+    def test_00_generated_profiles(self):
+        self.assertEqual(sorted(self.scen), sorted(SCENARIOS))
+        for name in SCENARIOS:
+            s = self.scen[name]
+            with self.subTest(scenario=name):
+                for key in ("profile", "binary"):
+                    self.assertTrue(os.path.isabs(s[key]) and os.path.isfile(s[key]), s[key])
+                for lib in s["libs"]:
+                    self.assertTrue(os.path.isabs(lib) and os.path.isfile(lib), lib)
+                t = self.pprof(name)
+                # "a few hundred samples" per scenario (SIGPROF is capped by
+                # CONFIG_HZ=250 here, so ~250 per CPU second).
+                self.assertGreaterEqual(t.total, 150, t.stdout)
+                # every sample is somewhere (no stack became empty)
+                self.assertEqual(sum(f for f, _c in t.rows.values()), t.total, t.stdout)
+                paths = {m.path for m in self.maps(name) if "x" in m.perms}
+                self.assertIn(s["binary"], paths)
+                for lib in s["libs"]:
+                    if name == "dlopen":
+                        self.assertNotIn(lib, paths, "dlclose'd plugin still mapped")
+                    else:
+                        self.assertIn(lib, paths)
+
+    def test_01_reference_shapes(self):
+        """What the programs must make pprof see (checks the generator and
+        the reference, so that the comparisons below test something)."""
+        cum = lambda n, f: self.pprof(n, no_auto=True).rows.get(f, (0, 0))[1]  # noqa: E731
+        flat = lambda n, f: self.pprof(n).rows.get(f, (0, 0))[0]  # noqa: E731
+        # A stray tick or two may land outside main (exit handlers,
+        # ProfilerStop): allow 2.
+        for n in ("pie", "nopie"):
+            t = self.pprof(n).total
+            self.assertGreaterEqual(cum(n, "main"), t - 2)
+            for f in ("leaf_a", "leaf_b", "mid_a", "mid_b", "top"):
+                self.assertGreater(flat(n, f), 0, (n, f))
+        self.assertGreater(flat("ownlib", "work_inner"), 0)
+        self.assertGreater(flat("ownlib", "local_spin"), 0)
+        self.assertGreater(cum("threads", "start_thread"), self.pprof("threads").total * 9 // 10)
+        # deep: stacks through rec() are cut at 254 PCs, so main is only
+        # reached through shallow_spin.
+        self.assertLessEqual(cum("deep", "main") - cum("deep", "shallow_spin"), 2)
+        self.assertGreater(cum("deep", "rec"), self.pprof("deep").total // 2)
+        self.assertNotIn("unprofiled", self.pprof("api").rows)
+        self.assertGreater(flat("api", "p1_leaf"), 0)
+        self.assertGreater(flat("api", "p2_leaf"), 0)
+        self.assertGreater(cum("vdso", "read_clock"), 0)
+        self.assertGreater(flat("inline", "hot_inl (inline)"), 0)
+        self.assertGreater(flat("inline", "outer"), 0)
+
+    # -- (a) totals ---------------------------------------------------------------
+    def test_a_total_samples(self):
+        self.need_converter()
+        for name in SCENARIOS:
+            with self.subTest(scenario=name):
+                d = self.dump(name)
+                total = self.pprof(name).total
+                self.assertEqual(d["format"], "gperftools-cpu")
+                self.assertEqual(d["word_bits"], 64)
+                self.assertEqual(d["byte_order"], "little")
+                self.assertEqual(d["version"], 0)
+                self.assertEqual(d["period_us"], 1000000 // FREQ.get(name, 1000))
+                self.assertTrue(d["trailer"])
+                self.assertEqual(d["total_samples"], total)
+                self.assertEqual(sum(s["count"] for s in d["stacks"]), total)
+                self.assertEqual(len({tuple(s["pcs"]) for s in d["stacks"]}), len(d["stacks"]),
+                                 "stacks not summed by identical PC list")
+                self.assertLessEqual(len(d["stacks"]), d["records"])
+                self.assertEqual(d["warnings"], [])
+                ptotal, _rows = self.perf(name)
+                self.assertEqual(ptotal, total, "perf report sample count")
+
+    def test_a_deep_records_hit_the_cap(self):
+        self.need_converter()
+        d = self.dump("deep")
+        depth = max(len(s["pcs"]) for s in d["stacks"])
+        self.assertGreaterEqual(depth, 250)
+        self.assertLessEqual(depth, 254)
+
+    def test_a_dump_mappings(self):
+        self.need_converter()
+        for name in SCENARIOS:
+            with self.subTest(scenario=name):
+                want = [(m.start, m.end, m.perms, m.offset, m.inode, m.path)
+                        for m in self.maps(name)]
+                got = [(int(m["start"], 16), int(m["end"], 16), m["perms"],
+                        int(m["offset"], 16), m["inode"], m["path"])
+                       for m in self.dump(name)["mappings"]]
+                self.assertEqual(got, want)
+
+    # -- (b) flat -----------------------------------------------------------------
+    def test_b_flat_counts_equal_pprof(self):
+        self.need_converter()
+        for name in SCENARIOS:
+            with self.subTest(scenario=name):
+                pp = self.pprof(name)
+                _t, pf = self.perf(name)
+                nm = self.namemap(name)
+                a = fold({k: v[0] for k, v in pp.rows.items()}, lambda n: nm.pprof_key(n, "flat"))
+                b = fold({k: v[0] for k, v in pf.items()}, nm.perf_key)
+                self.assertEqual(a, b, diff_message(
+                    name + ": flat counts", a, b,
+                    "rules used: %s\n--- pprof:\n%s" % (nm.why, pp.stdout)))
+
+    # -- (c) cumulative -----------------------------------------------------------
+    def test_c_cum_counts_equal_pprof_no_auto_signal_frm(self):
+        self.need_converter()
+        for name in SCENARIOS:
+            with self.subTest(scenario=name):
+                pp = self.pprof(name, no_auto=True)
+                _t, pf = self.perf(name)
+                nm = self.namemap(name)
+                # Rows folded into one key must never share a stack, or the
+                # sum of their cum would count samples twice: vdso
+                # addresses and PLT stubs are leaves (flat == cum).
+                for k, (f, c) in pp.rows.items():
+                    if nm.pprof_key(k, "cum") in (VDSO_KEY, PLT_KEY):
+                        self.assertEqual(f, c, "%s: %s is not a leaf" % (name, k))
+                for k, (f, c) in pf.items():
+                    if nm.perf_key(k) in (VDSO_KEY, PLT_KEY):
+                        self.assertEqual(f, c, "%s: perf %s is not a leaf" % (name, k))
+                a = fold({k: v[1] for k, v in pp.rows.items()}, lambda n: nm.pprof_key(n, "cum"))
+                b = fold({k: v[1] for k, v in pf.items()}, nm.perf_key)
+                self.assertEqual(a, b, diff_message(
+                    name + ": cum counts", a, b,
+                    "rules used: %s\n--- pprof --no-auto-signal-frm:\n%s" % (nm.why, pp.stdout)))
+                # inline rows left out above: they must fit in their container
+                for inl, container in INLINED.items():
+                    if inl in pp.rows:
+                        self.assertLessEqual(pp.rows[inl][1], b.get(container, 0))
+
+    # -- (d) annotate ---------------------------------------------------------------
+    def own_symbols(self, name):
+        s = self.scen[name]
+        syms = set()
+        for path in [s["binary"]] + s["libs"]:
+            p = subprocess.run(["nm", "--defined-only", path], capture_output=True,
+                               text=True, check=True)
+            for line in p.stdout.splitlines():
+                f = line.split()
+                if len(f) == 3 and f[1] in "tT":
+                    syms.add(f[2])
+        return syms
+
+    def test_d_annotate_hottest_function(self):
+        self.need_converter()
+        for name in SCENARIOS:
+            with self.subTest(scenario=name):
+                _t, pf = self.perf(name)
+                own = self.own_symbols(name)
+                cands = [(v[0], k) for k, v in pf.items() if k in own and v[0] > 0]
+                self.assertTrue(cands, "%s: no own function with samples in %s" % (name, pf))
+                count, sym = max(cands)
+                a = pprof_ref.perf_annotate(self.data(name), self.buildid, sym, self.perftmp,
+                                            keep=[self.tmp, self.profiles])
+                self.assertEqual(a.samples, count, a.stdout[:3000])
+                hot = [ln for ln in a.lines if ln[0] > 0]
+                self.assertTrue(hot, "%s: no instruction of %s has samples:\n%s"
+                                % (name, sym, a.stdout[:3000]))
+                self.assertAlmostEqual(sum(ln[0] for ln in a.lines), 100.0, delta=1.0)
+                # pprof agrees on the instruction-level total of that function
+                nm = self.namemap(name)
+                pp = self.pprof(name)
+                want = sum(v[0] for k, v in pp.rows.items() if nm.pprof_key(k, "flat") == sym)
+                self.assertEqual(count, want)
+
+    # -- (e) dlopen -------------------------------------------------------------------
+    def test_e_dlclosed_plugin_is_unknown_for_both(self):
+        self.need_converter()
+        name = "dlopen"
+        maps = self.maps(name)
+        mapped = lambda a: any(m.start <= a < m.end for m in maps)  # noqa: E731
+        pp = self.pprof(name, no_auto=True)
+        _t, pf = self.perf(name)
+        unk_pp = {k: v for k, v in pp.rows.items()
+                  if pprof_ref.is_hex_name(k) and not mapped(pprof_ref.hex_value(k))}
+        unk_pf = {k: v for k, v in pf.items()
+                  if pprof_ref.is_hex_name(k) and not mapped(pprof_ref.hex_value(k))}
+        flat_pp = sum(v[0] for v in unk_pp.values())
+        flat_pf = sum(v[0] for v in unk_pf.values())
+        self.assertGreater(flat_pp, pp.total // 5, pp.stdout)
+        self.assertEqual(flat_pf, flat_pp, diff_message("dlopen unknown rows", unk_pp, unk_pf))
+        self.assertEqual(sorted(unk_pf), sorted(unk_pp))
+        for f in ("plug_spin", "plug_leaf"):
+            self.assertNotIn(f, pp.rows)
+            self.assertNotIn(f, pf)
+        # the plugin's caller is known to both
+        self.assertEqual(pf["run_plugin"][1], pp.rows["run_plugin"][1])
+        self.assertGreaterEqual(pp.rows["run_plugin"][1], flat_pp)
+
+    # -- converter output details ------------------------------------------------------
+    def test_f_mmap2_per_executable_mapping(self):
+        self.need_converter()
+        rx = re.compile(r"PERF_RECORD_MMAP2 (\d+)/(\d+): \[(0x[0-9a-f]+)\((0x[0-9a-f]+)\) @ "
+                        r"(0x[0-9a-f]+|0) [0-9a-f]+:[0-9a-f]+ \d+ \d+\]: (\S+) (.*)$")
+        for name in SCENARIOS:
+            with self.subTest(scenario=name):
+                out = self.perf_script(self.data(name), "--show-mmap-events")
+                got = []
+                for line in out.splitlines():
+                    if "PERF_RECORD_MMAP2" in line:
+                        m = rx.search(line)
+                        self.assertIsNotNone(m, line)
+                        got.append((int(m.group(3), 16), int(m.group(4), 16),
+                                    int(m.group(5), 16), m.group(7).strip()))
+                want = [(m.start, m.end - m.start, m.offset, m.path or "//anon")
+                        for m in self.maps(name) if "x" in m.perms]
+                # [vsyscall] (--xp, above the user address space) may be
+                # skipped: nothing can be sampled there through a callchain.
+                got_cmp = [g for g in got if g[3] != "[vsyscall]"]
+                want_cmp = [w for w in want if w[3] != "[vsyscall]"]
+                self.assertEqual(got_cmp, want_cmp)
+
+    def test_f_period_event_and_summary(self):
+        self.need_converter()
+        for name in ("pie", "deep"):
+            with self.subTest(scenario=name):
+                out, err = self.convert(name, tag="-summary")
+                lines = [ln for ln in err.splitlines() if ln.strip()]
+                self.assertEqual(len(lines), 1, err)
+                self.assertTrue(lines[0].startswith("perfgraft: gperf: "), err)
+                periods = set()
+                events = set()
+                for line in self.perf_script(out, "-F", "period,event").splitlines():
+                    f = line.split()
+                    if len(f) >= 2:
+                        periods.add(int(f[0]))
+                        events.add(f[1].rstrip(":"))
+                self.assertEqual(periods, {1000 * 1000000 // FREQ.get(name, 1000)})
+                self.assertEqual(len(events), 1, events)
+                self.assertTrue(next(iter(events)).startswith("cpu-clock"), events)
+                q, qerr = self.convert(name, "-q", tag="-quiet")
+                self.assertEqual(qerr.strip(), "")
+                with open(out, "rb") as a, open(q, "rb") as b:
+                    self.assertEqual(a.read(), b.read(), "-q changed the output")
+
+    def test_f_pid_and_comm(self):
+        self.need_converter()
+        out, _err = self.convert("pie", "--pid", "4321", "--comm", "gperfcomm", tag="-pidcomm")
+        seen = set()
+        for line in self.perf_script(out, "-F", "comm,pid,tid").splitlines():
+            f = line.split()
+            if f:
+                seen.add(tuple(f))
+        self.assertEqual(seen, {("gperfcomm", "4321/4321")})
+
+
+if __name__ == "__main__":
+    unittest.main()
