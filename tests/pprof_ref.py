@@ -29,16 +29,23 @@ stderr).  Background: /work/shared/notes/gperftools-profile.md, sections 2-3.
                          "hot_inl (inline)").  Raises RefError if the
                          "Total: N samples" line is missing or a line does
                          not parse.
-    perf_report(data, buildid_dir, children=False, tmpdir=None)
+    perf_report(data, buildid_dir, children=False, tmpdir=None, sort="sym")
                          -> PerfTable.  `perf --buildid-dir D report -i DATA
                          --stdio -n --sort sym -g none --no-children` (flat:
                          Samples column) or `--children` (cum: the Children
                          percentage turned back into a sample count; the
                          Samples column is the *self* count there).
-    parse_perf_report(text, children) -> PerfTable.
+    parse_perf_report(text, children, dso=False) -> PerfTable.
+    perf_report_dso(data, buildid_dir, children=False, tmpdir=None)
+                         -> PerfTable  the same with `--sort dso,sym`; rows
+                         are keyed by (dso, name), dso as perf prints it (the
+                         file's base name, "[vdso]", "[unknown]").
     perf_flat_cum(data, buildid_dir, tmpdir=None) -> (total, {name: (flat, cum)})
                          both reports combined, keyed like
                          pprof's table so a caller can compare per function.
+    perf_flat_cum_dso(data, buildid_dir, tmpdir=None)
+                         -> (total, {(dso, name): (flat, cum)}) likewise
+                         from the two `--sort dso,sym` reports.
     perf_annotate(data, buildid_dir, symbol, tmpdir=None, keep=())
                          -> Annotation  `perf annotate --stdio -s SYMBOL`:
                          the sample count in its header and every (percent,
@@ -49,6 +56,7 @@ stderr).  Background: /work/shared/notes/gperftools-profile.md, sections 2-3.
     profile_maps(profile) -> [Mapping]  the maps text of a 32/64-bit,
                          either-endian gperftools CPU profile (lines after the
                          trailer record), parsed like /proc/self/maps.
+    mapping_at(maps, addr) -> Mapping or None: the maps line holding addr.
     is_hex_name(name)    true for pprof's and perf's unresolved-address rows
                          ("0x00007f..."), which both tools print per address.
 
@@ -221,6 +229,10 @@ _PERF_SAMPLES = re.compile(r"^# Samples: (\d+)\s+of event")
 _PERF_FLAT = re.compile(r"^\s+([\d.]+)%\s+(\d+)\s+\[(.)\]\s(.*)$")
 # --children -n:     "   100.00%    14.63%            36  [.] top"
 _PERF_CHILD = re.compile(r"^\s+([\d.]+)%\s+([\d.]+)%\s+(\d+)\s+\[(.)\]\s(.*)$")
+# --sort dso,sym: the same with a Shared Object column before the symbol
+# ("    39.84%            98  libc.so.6  [.] leaf_a").
+_PERF_FLAT_DSO = re.compile(r"^\s+([\d.]+)%\s+(\d+)\s+(\S+)\s+\[(.)\]\s(.*)$")
+_PERF_CHILD_DSO = re.compile(r"^\s+([\d.]+)%\s+([\d.]+)%\s+(\d+)\s+(\S+)\s+\[(.)\]\s(.*)$")
 
 
 def _perf_env(tmpdir):
@@ -287,7 +299,7 @@ def private_tmp_cmd(cmd, scratch, keep=()):
     return pre + ["sh", "-c", script] + args + [str(c) for c in cmd]
 
 
-def parse_perf_report(text, children):
+def parse_perf_report(text, children, dso=False):
     total = None
     rows = {}
     for line in text.splitlines():
@@ -300,15 +312,19 @@ def parse_perf_report(text, children):
         if not line.strip() or line.startswith("#"):
             continue
         if children:
-            m = _PERF_CHILD.match(line)
+            m = (_PERF_CHILD_DSO if dso else _PERF_CHILD).match(line)
             if not m:
                 raise RefError("unparsable perf report --children line: %r" % line)
-            pct, level, name = float(m.group(1)), m.group(4), m.group(5).rstrip()
+            g = m.groups()[3:] if dso else (None,) + m.groups()[3:]
+            pct, obj, level, name = float(m.group(1)), g[0], g[1], g[2].rstrip()
         else:
-            m = _PERF_FLAT.match(line)
+            m = (_PERF_FLAT_DSO if dso else _PERF_FLAT).match(line)
             if not m:
                 raise RefError("unparsable perf report line: %r" % line)
-            count, level, name = int(m.group(2)), m.group(3), m.group(4).rstrip()
+            g = m.groups()[2:] if dso else (None,) + m.groups()[2:]
+            count, obj, level, name = int(m.group(2)), g[0], g[1], g[2].rstrip()
+        if dso:
+            name = (obj, name)
         if level != ".":
             raise RefError("perf report shows a non-user symbol: %r" % line)
         if total is None:
@@ -329,13 +345,17 @@ def parse_perf_report(text, children):
     return PerfTable(total, rows, text, "")
 
 
-def perf_report(data, buildid_dir, children=False, tmpdir=None):
+def perf_report(data, buildid_dir, children=False, tmpdir=None, sort="sym"):
     cmd = ["perf", "--buildid-dir", buildid_dir, "report", "-i", data, "--stdio",
-           "-n", "--sort", "sym", "-g", "none", "--percent-limit", "0",
+           "-n", "--sort", sort, "-g", "none", "--percent-limit", "0",
            "--children" if children else "--no-children"]
     p = _run(cmd, env=_perf_env(tmpdir))
-    t = parse_perf_report(p.stdout, children)
+    t = parse_perf_report(p.stdout, children, dso=(sort == "dso,sym"))
     return t._replace(stderr=p.stderr)
+
+
+def perf_report_dso(data, buildid_dir, children=False, tmpdir=None):
+    return perf_report(data, buildid_dir, children, tmpdir, sort="dso,sym")
 
 
 def perf_flat_cum(data, buildid_dir, tmpdir=None):
@@ -347,6 +367,18 @@ def perf_flat_cum(data, buildid_dir, tmpdir=None):
     rows = {}
     for name in set(flat.rows) | set(cum.rows):
         rows[name] = (flat.rows.get(name, 0), cum.rows.get(name, 0))
+    return flat.total, rows
+
+
+def perf_flat_cum_dso(data, buildid_dir, tmpdir=None):
+    """(total, {(dso, name): (flat, cum)}) from the two dso,sym reports."""
+    flat = perf_report_dso(data, buildid_dir, children=False, tmpdir=tmpdir)
+    cum = perf_report_dso(data, buildid_dir, children=True, tmpdir=tmpdir)
+    if flat.total != cum.total:
+        raise RefError("perf report totals differ: %d vs %d" % (flat.total, cum.total))
+    rows = {}
+    for key in set(flat.rows) | set(cum.rows):
+        rows[key] = (flat.rows.get(key, 0), cum.rows.get(key, 0))
     return flat.total, rows
 
 
@@ -435,6 +467,14 @@ def profile_maps(profile):
                                     m.group(7).strip()))
         return maps
     raise RefError("%s: no gperftools CPU profile header/trailer found" % profile)
+
+
+def mapping_at(maps, addr):
+    """The Mapping of maps (profile_maps()) that holds addr, or None."""
+    for m in maps:
+        if m.start <= addr < m.end:
+            return m
+    return None
 
 
 _HEX_NAME = re.compile(r"^0x[0-9a-fA-F]+$")
