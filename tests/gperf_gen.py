@@ -114,6 +114,38 @@ class Junk:
         return self.text
 
 
+MAPS_LINE = re.compile(
+    r"([0-9a-fA-F]{1,16})-([0-9a-fA-F]{1,16})[ \t]+(\S{4})[ \t]+([0-9a-fA-F]{1,16})[ \t]+"
+    r"([0-9a-fA-F]{1,8}):([0-9a-fA-F]{1,8})[ \t]+(\d+)(?:[ \t]+(.*))?")
+
+
+def parse_maps_bytes(data):
+    """The mappings perfgraft reads from raw bytes (after a zero-PC record,
+    where the rest of the binary part is read as text, as perl pprof does):
+    lines with a NUL are not text; build= lines; /proc/maps lines."""
+    out, build = [], None
+    for raw in data.split(b"\n"):
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        if b"\0" in raw:
+            continue
+        line = raw.decode("latin-1")
+        if line.lstrip(" \t").startswith("build="):
+            build = line.lstrip(" \t")[6:]
+            continue
+        m = MAPS_LINE.fullmatch(line)
+        if not m or int(m.group(2), 16) < int(m.group(1), 16):
+            continue
+        path = (m.group(8) or "")
+        if path.endswith(" (deleted)"):
+            path = path[:-len(" (deleted)")]
+        out.append({"start": int(m.group(1), 16), "end": int(m.group(2), 16),
+                    "perms": m.group(3), "offset": int(m.group(4), 16),
+                    "dev": "%02x:%02x" % (int(m.group(5), 16), int(m.group(6), 16)),
+                    "inode": int(m.group(7)), "path": substitute_build(path, build)})
+    return out
+
+
 def substitute_build(path, build):
     if build is None:
         return path
@@ -235,6 +267,7 @@ class Case:
         total = 0
         nrec = 0
         nzero = 0
+        zero_end = None
         trailer = False
         damaged = False
         for it in self.items:
@@ -253,7 +286,13 @@ class Case:
             if it.kind == "trailer":
                 trailer = True
                 break
-            if it.kind in ("zero_pc", "empty"):
+            if it.kind == "zero_pc":
+                # the data ends here, as perl pprof reads it; the mapped
+                # objects are read from after the record
+                self.warn.append(("offset", it.offset))
+                zero_end = it.end
+                break
+            if it.kind == "empty":
                 self.warn.append(("offset", it.offset))
                 nzero += 1
                 continue
@@ -261,10 +300,12 @@ class Case:
             stacks[key] = stacks.get(key, 0) + it.count
             total += it.count
             nrec += 1
-        if not trailer and not damaged:
+        if not trailer and not damaged and zero_end is None:
             self.warn.append(("re", NO_TRAILER_RE))
         mappings = []
-        if trailer:
+        if zero_end is not None:
+            mappings = parse_maps_bytes(self.data[zero_end:n])
+        elif trailer:
             build = None
             for tl in self.text_lines:
                 if tl.end > n:
@@ -626,8 +667,8 @@ def cases(outdir=None):
               note="unknown version: refused"))
     zst = list(st[:3]) + [(7, [0, PROG + 0x1CF, PROG + 0x1FF])] + list(st[3:])
     add(build("zeropc-mid", records=zst, maps=base_maps(),
-              note="a record whose first PC is 0 after 3 records: skipped "
-              "with a warning; perl stops there"))
+              note="a record whose first PC is 0 after 3 records: the data "
+              "ends there with a warning, as perl reads it"))
     zst1 = list(st[:5]) + [(3, [0])] + list(st[5:])
     add(build("zeropc-depth1-le32", bits=32, records=[(c, p) for c, p in
                                                        small_stacks()[:2]] +

@@ -51,8 +51,8 @@ struct pg_gperf_mapping {
 struct pg_gperf_stats {
 	uint64_t records;		/* binary records read (trailer excluded) */
 	uint64_t samples;		/* their counts, summed */
-	uint64_t zero_pc_records;	/* skipped: first PC 0 */
-	uint64_t zero_pc_samples;	/* their counts */
+	uint64_t zero_pc_records;	/* 1: a record with first PC 0 ended the data */
+	uint64_t zero_pc_samples;	/* its count (not used) */
 	uint64_t empty_records;		/* skipped: count 0 or no PCs */
 	uint64_t map_lines, ignored_lines;
 	bool trailer;			/* the binary part ended properly */

@@ -215,14 +215,17 @@ static int read_records(pg_gperf *g, struct pg_diag *d, size_t *text_at)
 			continue;
 		}
 		if (word(g, off) == 0) {
-			/* perl pprof stops reading here, Go pprof counts it as
-			 * <unknown>: a sample with no PC says nothing; skip it */
-			pg_warn(d, "%s: offset %zu: record whose first PC is 0 (count %llu, %zu PCs): skipped (perl pprof stops reading at such a record)",
-				g->name, rec, (unsigned long long)count, n);
+			/* pprof (perl) takes it for the trailer: the data ends
+			 * and the mapped objects are read from after it; so do
+			 * we, for the same totals (Go pprof would count it as
+			 * <unknown> and read on) */
+			pg_warn(d, "%s: offset %zu: record whose first PC is 0 (count %llu, %zu PCs): the profile's data ends here, as pprof reads it; %zu bytes after it are read as mapped objects only",
+				g->name, rec, (unsigned long long)count, n, g->size - (off + n * ws));
 			g->st.zero_pc_records++;
 			g->st.zero_pc_samples += count;
-			off += n * ws;
-			continue;
+			g->st.binary_bytes = off + n * ws;
+			*text_at = off + n * ws;
+			return 0;
 		}
 		if (!pg_grow((void **)&g->pcs, &g->pcap, g->npcs + n, sizeof(*g->pcs)))
 			return pg_err(d, -ENOMEM, "out of memory");
@@ -462,7 +465,7 @@ static int parse(pg_gperf *g, struct pg_diag *d)
 		return ret;
 	for (size_t i = 0; i < g->nstacks; i++)	/* g->pcs is final */
 		g->stacks[i].pcs = g->pcs + g->at[i];
-	if (g->st.trailer && (ret = read_maps(g, text_at, d)) < 0)
+	if ((g->st.trailer || g->st.zero_pc_records) && (ret = read_maps(g, text_at, d)) < 0)
 		return ret;
 	if (g->st.trailer && !g->nmaps)
 		pg_warn(d, "%s: offset %zu: no mapped objects after the trailer: addresses cannot be symbolized",
