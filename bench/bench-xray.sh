@@ -23,10 +23,13 @@
 # repository), CLANGXX (default clang++-14, else clang++), LLVM_XRAY
 # (default llvm-xray-14, else llvm-xray), REF_TIMEOUT (default 600: seconds
 # after which a reference tool is stopped; its time then only bounds the
-# ratio from below; 0 for none), TMPDIR (where the work directory goes).
+# ratio from below; 0 for none), RUNS (default 3: perfgraft and convert
+# each run this many times and their median wall time counts; account runs
+# once), TMPDIR (where the work directory goes).
 #
-# Each tool runs once, under /usr/bin/time -f '%e %M', after the trace and
-# the binary were read into the page cache.  convert writes to /dev/null,
+# Each run is timed under /usr/bin/time -f '%e %M', after the trace and
+# the binary were read into the page cache (peak RSS: the largest of the
+# runs).  convert writes to /dev/null,
 # and so does account's stderr.  On the default trace llvm-xray 14's
 # account -k does not finish in any reasonable time (its -k messages grow
 # with the trace: about 8.5 hours projected, see bench/README.md), so it is
@@ -45,6 +48,7 @@ target_account=100	# account wall / perfgraft wall, at least
 target_convert=20	# convert wall / perfgraft wall, at least
 target_rss_mb=100	# perfgraft peak RSS, at most
 ref_timeout=${REF_TIMEOUT:-600}
+runs=${RUNS:-3}		# perfgraft and convert: the median of this many runs
 
 die() { echo "bench-xray: $*" >&2; exit 2; }
 fail() { echo "bench-xray: FAILED: $*" >&2; exit 1; }
@@ -71,6 +75,7 @@ done
 
 [ -x /usr/bin/time ] || die "/usr/bin/time is missing (Debian: apt-get install time)"
 [[ "$ref_timeout" =~ ^[0-9]+$ ]] || die "REF_TIMEOUT must be a number of seconds"
+[[ "$runs" =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive number"
 [ "$ref_timeout" = 0 ] || command -v timeout >/dev/null || die "no timeout(1) (coreutils)"
 command -v python3 >/dev/null || die "no python3"
 if [ -n "${CLANGXX:-}" ]; then clangxx=$CLANGXX
@@ -127,6 +132,15 @@ timed() { # NAME [--stderr ERR] CMD...
 # The "WALL_S PEAK_KB" line of NAME.time (time puts a note before it when
 # the command failed).
 times_of() { tail -n 1 "$logs/$1.time"; }
+# Writes NAME.time as "MEDIAN_WALL_S MAX_PEAK_KB" of the runs NAME.1..N
+# (each timed), and NAME.runs as their walls, for tools run several times.
+median_of() { # NAME N
+	local name=$1 n=$2 i
+	for ((i = 1; i <= n; i++)); do times_of "$name.$i"; done >"$logs/$name.runs"
+	sort -n -k1,1 "$logs/$name.runs" | awk -v n="$n" '
+		{ w[NR] = $1; if ($2 > kb) kb = $2 }
+		END { printf "%s %d\n", w[int((n + 1) / 2)], kb }' >"$logs/$name.time"
+}
 
 # ---- 1. build xray-big and make the trace ------------------------------
 iterations=$(( (size_mb * 1000000 + bytes_per_iter / 2) / bytes_per_iter ))
@@ -211,13 +225,18 @@ warm() { cat "$trace" "$bin" >/dev/null; }
 
 # ---- 2. perfgraft xray -------------------------------------------------
 if [ "$run_pg" = 1 ]; then
-	warm
-	echo "bench-xray: perfgraft xray TRACE --binary xray-big -o out.data"
-	if ! timed pg "$pg" xray "$trace" --binary "$bin" -o "$tmp/out.data"; then
-		tail -n 20 "$logs/pg.err" >&2
-		fail "$pg xray (exit status $(cat "$logs/pg.status"))"
-	fi
+	echo "bench-xray: perfgraft xray TRACE --binary xray-big -o out.data ($runs runs)"
+	for ((i = 1; i <= runs; i++)); do
+		rm -f "$tmp/out.data"
+		warm
+		if ! timed "pg.$i" --stderr "$logs/pg.err" "$pg" xray "$trace" --binary "$bin" -o "$tmp/out.data"; then
+			tail -n 20 "$logs/pg.err" >&2
+			fail "$pg xray (exit status $(cat "$logs/pg.$i.status"))"
+		fi
+	done
+	median_of pg "$runs"
 	read -r pg_s pg_kb < <(times_of pg)
+	echo "bench-xray:   wall s of the runs: $(cut -d' ' -f1 "$logs/pg.runs" | tr '\n' ' ')(median $pg_s)"
 	# What perfgraft said (its first lines), if anything.
 	sed -n '1,10s/^/bench-xray:   /p' "$logs/pg.err"
 	pg_out=$(stat -c %s "$tmp/out.data" 2>/dev/null || echo 0)
@@ -254,8 +273,19 @@ ref_note() { # NAME
 }
 acc_to=0 conv_to=0
 if [ "$reference" = 1 ]; then
-	echo "bench-xray: $xray convert -output-format=trace_event -m xray-big TRACE -o /dev/null"
-	ref convert "$xray" convert -output-format=trace_event -m "$bin" "$trace" -o /dev/null
+	echo "bench-xray: $xray convert -output-format=trace_event -m xray-big TRACE -o /dev/null ($runs runs)"
+	for ((i = 1; i <= runs; i++)); do
+		ref "convert.$i" "$xray" convert -output-format=trace_event -m "$bin" "$trace" -o /dev/null
+		cp "$logs/convert.$i.status" "$logs/convert.status"
+		cp "$logs/convert.$i.err" "$logs/convert.err"
+		[ "$(cat "$logs/convert.$i.status")" = 0 ] || break	# failed or stopped: once is enough
+	done
+	if [ "$(cat "$logs/convert.status")" = 0 ]; then
+		median_of convert "$runs"
+		echo "bench-xray:   wall s of the runs: $(cut -d' ' -f1 "$logs/convert.runs" | tr '\n' ' ')(median $(cut -d' ' -f1 "$logs/convert.time"))"
+	else
+		cp "$logs/convert.$i.time" "$logs/convert.time"
+	fi
 	read -r conv_s conv_kb < <(times_of convert)
 	conv_st=$(cat "$logs/convert.status")
 	conv_note=$(ref_note convert)

@@ -10,7 +10,7 @@ static const struct cmd {
 	int (*fn)(int argc, char **argv);
 	const char *summary;
 } cmds[] = {
-	{ "dump", cmd_dump, "print a jitdump file readably (text or --json)" },
+	{ "dump", cmd_dump, "print a jitdump, perf.data, XRay trace or CPU profile readably (text or --json)" },
 	{ "elf", cmd_elf, "write ELF images (symbols, DWARF lines, unwind tables) for a jitdump" },
 	{ "inject", cmd_inject, "map the JIT code of jitdumps into a perf.data from ELF images" },
 	{ "gperf", cmd_gperf, "convert a gperftools CPU profile into perf.data" },

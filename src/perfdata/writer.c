@@ -137,6 +137,7 @@ struct zpool {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool quit;
+	bool writing;		/* a thread is writing a stage out (unlocked) */
 	int err;
 };
 
@@ -186,19 +187,29 @@ static int z_stage(ZSTD_CCtx *cc, bool big_endian, struct zslot *sl)
 	return 0;
 }
 
-/* With the lock held: writes out the compressed stages that are next. */
+/* With the lock held: writes out the compressed stages that are next, in
+ * order.  The write itself runs without the lock (one writer at a time):
+ * a write that waits for the page cache must not stop the other threads
+ * from handing over and compressing stages. */
 static void z_write_ready(struct zpool *zp)
 {
-	for (;;) {
+	while (!zp->writing) {
 		struct zslot *sl = &zp->slot[zp->write_seq % ZSLOTS];
+		int err = zp->err;
 
 		if (sl->state != 3 || sl->seq != zp->write_seq)
 			return;
-		if (!zp->err) {
+		zp->writing = true;
+		pthread_mutex_unlock(&zp->mu);
+		if (!err) {
 			zp->w->zout += sl->out_len;
 			if (out(zp->w, sl->out, sl->out_len))
-				zp->err = zp->w->err;
+				err = zp->w->err;
 		}
+		pthread_mutex_lock(&zp->mu);
+		zp->writing = false;
+		if (err && !zp->err)
+			zp->err = err;
 		sl->state = 0;
 		sl->in_len = 0;
 		zp->write_seq++;
