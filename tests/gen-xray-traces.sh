@@ -147,7 +147,9 @@ run_fdr fdr-typed3 events "$T0" 3
 run_fdr fdr-unbal unbal "$T0"
 run_basic basic-threads basic "$T0"
 run_basic basic-deep deep "$T0 max_stack_depth=10 thread_buffer_size=16"
-run_basic basic-empty empty -
+# a 1 s threshold: the call is erased even when a loaded machine preempts it
+# (with the default 5 us it was sometimes recorded)
+run_basic basic-empty empty func_duration_threshold_us=1000000
 
 wait "$tail_pid" || die "fdr-tail failed"
 
@@ -254,8 +256,8 @@ scenario basic-deep deep basic "$T0 max_stack_depth=10 thread_buffer_size=16" '[
 	"basic mode, 4 rounds of a 100-deep recursion with max_stack_depth=10 and 16-record thread buffers: 7 chunks; the depth counter is reset at every chunk flush, so rounds after a flush mid-recursion record more than 10 frames" \
 	'{"version": 3, "threads": 1, "basic_depth_cap": 10, "first_round_frames": 10,
      "records": 104, "chunks": 7, "thread_buffer_records": 16}'
-scenario basic-empty empty basic "" '[]' \
-	"basic mode with nothing recorded (the only call is erased by the default 5 us threshold): the file is just the 32-byte header; llvm-xray rejects it (version 768)" \
+scenario basic-empty empty basic "func_duration_threshold_us=1000000" '[]' \
+	"basic mode with nothing recorded (the only call is erased by a 1 s duration threshold): the file is just the 32-byte header; llvm-xray rejects it (version 768)" \
 	'{"version": 3, "header_only": true, "size": 32, "llvm_xray_fails": true}'
 
 {
