@@ -29,6 +29,7 @@ CLI contract under test:
 import json
 import os
 import re
+import struct
 import subprocess
 import sys
 import tempfile
@@ -377,6 +378,28 @@ class GperfEdgeTest(unittest.TestCase):
                             b = [{f: _numeric(m.get(f)) for f in keep}
                                  for m in b or []]
                         self.assertEqual(a, b, "%s of %s vs %s" % (k, n, ref))
+
+    def test_huge_counts_saturate_and_are_refused(self):
+        """Two records of the same stack, each counting 2^63: the sum must
+        not wrap to 0 (it saturates), and the converter refuses the profile
+        at once, naming the record, instead of writing samples for ever."""
+        self.need_binary()
+        words = [0, 3, 0, 1000, 0]
+        big = 1 << 63
+        for _ in range(2):
+            words += [big, 2, 0x401000, 0x401100]
+        words += [0, 1, 0]
+        path = os.path.join(self.tmp, "huge-counts.prof")
+        with open(path, "wb") as f:
+            f.write(struct.pack("<%dQ" % len(words), *words))
+        p, doc = self.dump(path, cache=False)
+        self.assertEqual(doc["total_samples"], 2 ** 64 - 1)
+        self.assertEqual(doc["stacks"][0]["count"], 2 ** 64 - 1)
+        p, out, names, data = self.convert(path)
+        self.assertEqual(p.returncode, gen.EXIT_BADINPUT, p.err)
+        self.assertIn("offset 40:", p.err)
+        self.assertIn("damaged count", p.err)
+        self.assertEqual(names, [])
 
     def test_no_output_for_fatal_headers(self):
         """Every fatal case: EXIT_BADINPUT, nothing at -o, not even a temp

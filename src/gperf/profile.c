@@ -104,6 +104,13 @@ bool pg_gperf_probe(const void *buf, size_t len)
 	return n >= 3 && n < 1024;
 }
 
+/* Counts are summed saturating: a damaged count must not wrap the total
+ * into something small (the converter's sample cap relies on it). */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 static size_t stack_hash(const uint64_t *pcs, uint32_t n)
 {
 	uint64_t h = 0xcbf29ce484222325ull ^ n;
@@ -148,7 +155,7 @@ static int add_stack(pg_gperf *g, uint64_t count, uint32_t depth, uint64_t off)
 		struct pg_gperf_stack *s = &g->stacks[k];
 
 		if (s->depth == depth && !memcmp(g->pcs + g->at[k], pcs, depth * sizeof(*pcs))) {
-			s->count += count;
+			s->count = sat_add(s->count, count);
 			return 0;
 		}
 	}
@@ -222,7 +229,7 @@ static int read_records(pg_gperf *g, struct pg_diag *d, size_t *text_at)
 			pg_warn(d, "%s: offset %zu: record whose first PC is 0 (count %llu, %zu PCs): the profile's data ends here, as pprof reads it; %zu bytes after it are read as mapped objects only",
 				g->name, rec, (unsigned long long)count, n, g->size - (off + n * ws));
 			g->st.zero_pc_records++;
-			g->st.zero_pc_samples += count;
+			g->st.zero_pc_samples = count;
 			g->st.binary_bytes = off + n * ws;
 			*text_at = off + n * ws;
 			return 0;
@@ -235,7 +242,7 @@ static int read_records(pg_gperf *g, struct pg_diag *d, size_t *text_at)
 		if (add_stack(g, count, (uint32_t)n, rec) < 0)
 			return pg_err(d, -ENOMEM, "out of memory");
 		g->st.records++;
-		g->st.samples += count;
+		g->st.samples = sat_add(g->st.samples, count);
 	}
 	pg_warn(d, "%s: offset %zu: no trailer: the profile ends inside its binary part (was the process killed before ProfilerStop?); everything before it is used, no mapped objects",
 		g->name, g->size);
