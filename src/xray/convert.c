@@ -256,30 +256,29 @@ static void tp_start(struct conv *cv, int attr, const struct thread *th, uint64_
 
 #define RAW_AT 48	/* offset of the RAW size field in tp_start's layout */
 
-/* Finishes a tracepoint sample: appends the dynamic data dyn (dlen bytes)
- * after the fixed raw fields, whose __data_loc word sits at raw offset
- * loc_at (0: no dynamic field), then the string str (slen bytes and a NUL)
- * when given (its __data_loc is the caller's), and pads so that the RAW
- * size field plus data stays 8-aligned. */
-static int tp_end(struct conv *cv, size_t loc_at, const void *dyn, size_t dlen,
-		  const char *str, size_t slen)
+/* Appends a dynamic field's bytes (and a NUL when nul) after the raw data
+ * written so far, and points its __data_loc word, at raw offset loc_at,
+ * at them. */
+static void tp_dyn(struct conv *cv, size_t loc_at, const void *p, size_t n, bool nul)
 {
-	size_t raw0 = RAW_AT + 4, fixed = cv->rl - raw0;
+	size_t raw0 = RAW_AT + 4;
+	uint32_t loc = htole32((uint32_t)((n + nul) << 16 | (cv->rl - raw0)));
+
+	memcpy(cv->rb + raw0 + loc_at, &loc, 4);
+	radd(cv, p, n);
+	if (nul)
+		r8(cv, 0);
+}
+
+/* Finishes a tracepoint sample: pads so that the RAW size field plus data
+ * stays 8-aligned, and sets the RAW size. */
+static int tp_end(struct conv *cv)
+{
 	uint32_t rs;
 
-	if (loc_at) {
-		uint32_t loc = htole32((uint32_t)(dlen << 16 | fixed));
-
-		memcpy(cv->rb + raw0 + loc_at, &loc, 4);
-		radd(cv, dyn, dlen);
-	}
-	if (str) {
-		radd(cv, str, slen);
-		r8(cv, 0);
-	}
 	while ((cv->rl - RAW_AT) % 8)
 		r8(cv, 0);
-	rs = htole32((uint32_t)(cv->rl - raw0));
+	rs = htole32((uint32_t)(cv->rl - RAW_AT - 4));
 	memcpy(cv->rb + RAW_AT, &rs, 4);
 	return rec_end(cv);
 }
@@ -336,30 +335,23 @@ static int ev_function(struct conv *cv, const struct thread *th, uint32_t id, ui
 	char nb[16];
 	const char *name = func_name(cv, id, nb, sizeof(nb));
 	const char *file = f && f->file ? f->file : "";
-	size_t nl = strnlen(name, MAX_NAME), fl = strnlen(file, MAX_NAME);
-	size_t raw0 = RAW_AT + 4, fixed;
-	uint32_t loc;
+	uint64_t addr = func_addr(cv, id);
 	int ret = seen_test_set(&cv->seen, id);
 
 	if (ret)
 		return ret < 0 ? pg_err(cv->diag, ret, "out of memory") : 0;
-	tp_start(cv, ATTR_FUNC, th, func_addr(cv, id), time);
-	r64(cv, func_addr(cv, id));
+	tp_start(cv, ATTR_FUNC, th, addr, time);
+	r64(cv, addr);
 	r32(cv, id);
 	r32(cv, f ? f->line : 0);
 	r32(cv, f ? f->column : 0);
 	r32(cv, 0);	/* name's __data_loc */
 	r32(cv, 0);	/* file's */
-	fixed = cv->rl - raw0;
-	loc = htole32((uint32_t)((nl + 1) << 16 | fixed));
-	memcpy(cv->rb + raw0 + 28, &loc, 4);
-	radd(cv, name, nl);
-	r8(cv, 0);
-	loc = htole32((uint32_t)((fl + 1) << 16 | (cv->rl - raw0)));
-	memcpy(cv->rb + raw0 + 32, &loc, 4);
+	tp_dyn(cv, 28, name, strnlen(name, MAX_NAME), true);
+	tp_dyn(cv, 32, file, strnlen(file, MAX_NAME), true);
 	cv->st->events++;
 	cv->st->functions++;
-	return tp_end(cv, 0, NULL, 0, file, fl);
+	return tp_end(cv);
 }
 
 static int ev_entry(struct conv *cv, const struct thread *th, const struct pg_xr_record *r,
@@ -373,7 +365,7 @@ static int ev_entry(struct conv *cv, const struct thread *th, const struct pg_xr
 	r32(cv, r->func_id);
 	r32(cv, (uint32_t)th->depth);
 	cv->st->events++;
-	return tp_end(cv, 0, NULL, 0, NULL, 0);
+	return tp_end(cv);
 }
 
 static int ev_exit(struct conv *cv, const struct thread *th, int attr, uint32_t id,
@@ -389,7 +381,7 @@ static int ev_exit(struct conv *cv, const struct thread *th, int attr, uint32_t 
 	r32(cv, (uint32_t)depth);
 	r32(cv, flags);
 	cv->st->events++;
-	return tp_end(cv, 0, NULL, 0, NULL, 0);
+	return tp_end(cv);
 }
 
 static int ev_arg(struct conv *cv, const struct thread *th, uint32_t id, uint32_t index,
@@ -400,7 +392,7 @@ static int ev_arg(struct conv *cv, const struct thread *th, uint32_t id, uint32_
 	r32(cv, id);
 	r32(cv, index);
 	cv->st->events++;
-	return tp_end(cv, 0, NULL, 0, NULL, 0);
+	return tp_end(cv);
 }
 
 static int ev_payload(struct conv *cv, const struct thread *th, const struct pg_xr_record *r,
@@ -416,7 +408,8 @@ static int ev_payload(struct conv *cv, const struct thread *th, const struct pg_
 		r32(cv, r->event_type);
 	r32(cv, 0);
 	cv->st->events++;
-	return tp_end(cv, typed ? 16 : 12, r->payload, n, NULL, 0);
+	tp_dyn(cv, typed ? 16 : 12, r->payload, n, false);
+	return tp_end(cv);
 }
 
 static int emit_sample(struct conv *cv, struct thread *th, uint64_t time)
