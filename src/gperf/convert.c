@@ -157,8 +157,7 @@ static int write_comm(struct conv *cv)
 static int write_mmaps(struct conv *cv)
 {
 	struct pg_pd_attr a = { .sample_type = SAMPLE_TYPE, .sample_id_all = true };
-	const char **seen = NULL;
-	size_t nseen = 0, scap = 0;
+	struct pg_strmap files = { 0 };	/* paths looked at for a build-id */
 	int ret = 0;
 
 	for (size_t i = 0; !ret && i < pg_gperf_mapping_count(cv->g); i++) {
@@ -166,7 +165,7 @@ static int write_mmaps(struct conv *cv)
 		char *path;
 		uint8_t id[20];
 		unsigned idn;
-		bool dup = false;
+		bool added = false;
 
 		if (!(m->prot & 4) || m->start > USER_MAX)	/* [vsyscall]: frames dropped */
 			continue;
@@ -180,21 +179,19 @@ static int write_mmaps(struct conv *cv)
 		};
 		ret = pg_pdw_mmap2(cv->w, &a, &mm);
 		cv->st->mmaps++;
+		if (!ret && pg_strmap_intern(&files, path, &added) < 0)
+			ret = pg_err(cv->diag, -ENOMEM, "out of memory");
 		/* one build-id per file that is there and is an ELF */
-		for (size_t j = 0; j < nseen; j++)
-			dup |= !strcmp(seen[j], path);
-		if (!ret && !dup && path[0] == '/' && (idn = pg_file_build_id(path, id))) {
+		if (!ret && added && path[0] == '/' && (idn = pg_file_build_id(path, id))) {
 			ret = pg_pdw_build_id(cv->w, (int32_t)cv->st->pid, MISC_USER, id, idn, path);
 			cv->st->build_ids++;
 		}
-		if (!dup && pg_grow((void **)&seen, &scap, nseen + 1, sizeof(*seen)))
-			seen[nseen++] = path;
-		else
+		if (!added)	/* the map keeps the first copy of each path */
 			free(path);
 	}
-	for (size_t j = 0; j < nseen; j++)
-		free((char *)seen[j]);
-	free(seen);
+	for (size_t j = 0; j < files.n; j++)
+		free((char *)files.keys[j]);
+	pg_strmap_free(&files);
 	return ret;
 }
 
