@@ -33,6 +33,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/lib.sh"	# work_dir, timed, times_of
 root=$(dirname "$here")
 
 target_wall=20	# pprof wall / perfgraft wall, at least
@@ -91,21 +92,12 @@ if ! msg=$("$pg" gperf --help 2>&1 >/dev/null); then
 	die "$pg has no working 'gperf' command ('$pg gperf --help' failed)"
 fi
 
-if [ -n "$keep" ]; then
-	mkdir -p "$keep" || die "cannot create $keep"
-	[ -z "$(ls -A "$keep")" ] || die "--keep $keep: the directory is not empty"
-	tmp=$(cd "$keep" && pwd)
-else
-	tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench-gperf.XXXXXX")
-	trap 'rm -rf "$tmp"' EXIT
-fi
+work_dir bench-gperf "$keep"
 bin=$tmp/gperf-big
 prof=$tmp/gperf-big.prof
 logs=$tmp/logs
 mkdir "$logs"
 
-# timed, times_of: the runs under /usr/bin/time, into $logs
-. "$here/timing.sh"
 # KEY=VALUE from a line of words.
 field() { # KEY LINE
 	sed -n "s/.*[[:space:]]$1=\([^[:space:]]*\).*/\1/p" <<<" $2"

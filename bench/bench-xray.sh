@@ -41,6 +41,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/lib.sh"	# work_dir, timed, times_of
 root=$(dirname "$here")
 
 bytes_per_iter=1886	# xray-big: trace bytes an iteration (both threads)
@@ -100,21 +101,12 @@ if [ "$run_pg" = 1 ]; then
 	fi
 fi
 
-if [ -n "$keep" ]; then
-	mkdir -p "$keep" || die "cannot create $keep"
-	[ -z "$(ls -A "$keep")" ] || die "--keep $keep: the directory is not empty"
-	tmp=$(cd "$keep" && pwd)
-else
-	tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench-xray.XXXXXX")
-	trap 'rm -rf "$tmp"' EXIT
-fi
+work_dir bench-xray "$keep"
 bin=$tmp/xray-big
 trace=$tmp/trace.fdr
 logs=$tmp/logs
 mkdir "$logs"
 
-# timed, times_of: the runs under /usr/bin/time, into $logs
-. "$here/timing.sh"
 # Writes NAME.time as "MEDIAN_WALL_S MAX_PEAK_KB" of the runs NAME.1..N
 # (each timed), and NAME.runs as their walls, for tools run several times.
 median_of() { # NAME N

@@ -56,18 +56,12 @@ import subprocess
 import sys
 import tempfile
 
+from xray_gen import _bo  # "<"/">" from a byte-order spelling
+
 MAX_DEPTH = 254 * 4          # contract: deeper records are damage
 EXIT_BADINPUT = 1            # src/cli/cli.h (EXIT_USAGE is 2)
 HEADER_FATAL_RE = r"offset \d+"
 NO_TRAILER_RE = r"(?i)no trailer"
-
-
-def _bo(byte_order):
-    if byte_order in ("<", "little", "le"):
-        return "<"
-    if byte_order in (">", "big", "be"):
-        return ">"
-    raise ValueError("byte order %r" % (byte_order,))
 
 
 # --------------------------------------------------------------------------

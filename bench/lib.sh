@@ -1,6 +1,20 @@
 # SPDX-License-Identifier: MIT
-# Sourced by the bench scripts: running a command under /usr/bin/time.
-# The caller sets $logs (a directory) before calling these.
+# Sourced by the bench scripts: their work directory, and running a
+# command under /usr/bin/time (into $logs, which the caller sets).
+
+# Sets tmp to the work directory: KEEP (created, must be empty, kept) or a
+# fresh mktemp -d directory under TMPDIR, removed at exit.  Uses the
+# caller's die.
+work_dir() { # NAME KEEP
+	if [ -n "$2" ]; then
+		mkdir -p "$2" || die "cannot create $2"
+		[ -z "$(ls -A "$2")" ] || die "--keep $2: the directory is not empty"
+		tmp=$(cd "$2" && pwd)
+	else
+		tmp=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")
+		trap 'rm -rf "$tmp"' EXIT
+	fi
+}
 
 # Runs CMD under /usr/bin/time, its stdout to NAME.out and its stderr to
 # ERR (default NAME.err); NAME.time gets "WALL_S PEAK_KB" and NAME.status
