@@ -15,6 +15,7 @@
 
 #include <perfgraft/elfimage.h>
 #include "elfimage/dwarf.h"
+#include "jitdump/recover.h"
 #include "util/util.h"
 
 #define DEFAULT_PACK_LIMIT (256ull << 20)
@@ -202,58 +203,23 @@ static int new_image(pg_elfset *set, const char *want, struct img **out)
 	return 0;
 }
 
-/* node overwrites the first bytes of a script's file name (length kept);
- * V8 function names end with "<script>:<line>:<column>".  When a damaged
- * name has the length of the function's own script and its intact tail
- * matches, it is that script.  Returns the recovered lines, or the input. */
-#define V8_DAMAGED_PREFIX 16
+/* The LOAD's lines, with the file names node damaged recovered; the
+ * recovered name lives as long as the image's DWARF tables. */
 static const struct pg_jd_line *recover_names(pg_elfset *set, struct img *im,
 					      const struct pg_jd_load *ld)
 {
-	const struct pg_jd_debug *dbg = ld->debug;
-	const char *name = ld->name, *end = name + strlen(name), *p = end;
-	struct pg_jd_line *out;
-	char *script = NULL;
-	size_t slen;
-	int colons = 0;
+	char *script;
+	const struct pg_jd_line *lines = pg_jd_recover_names(&set->hdr, ld, &set->scratch,
+							     &set->scratch_cap, &script);
 
-	if (!set->hdr.v8 || !dbg)
-		return dbg ? dbg->lines : NULL;
-	/* strip ":<line>:<column>" */
-	while (p > name && colons < 2) {
-		p--;
-		if (*p == ':')
-			colons++;
-		else if (*p < '0' || *p > '9')
-			return dbg->lines;
+	if (!script)
+		return lines;
+	if (pg_dwarf_own(&im->dw, script) < 0) {
+		free(script);
+		return ld->debug->lines;
 	}
-	if (colons < 2)
-		return dbg->lines;
-	slen = (size_t)(p - name);
-	if (!pg_grow((void **)&set->scratch, &set->scratch_cap, dbg->nr_lines, sizeof(*out)))
-		return dbg->lines;
-	out = set->scratch;
-	for (size_t i = 0; i < dbg->nr_lines; i++) {
-		const struct pg_jd_line *l = &dbg->lines[i];
-		size_t n = l->damaged_len, keep = n > V8_DAMAGED_PREFIX ? V8_DAMAGED_PREFIX : n;
-		const char *cand = name + slen - n;
-
-
-		out[i] = *l;
-		if (l->file || !l->damaged || !n || n >= slen || cand[-1] != ' ' ||
-		    memcmp(cand + keep, l->damaged + keep, n - keep))
-			continue;
-		if (!script) {
-			script = strndup(cand, n);
-			if (!script || pg_dwarf_own(&im->dw, script) < 0) {
-				free(script);
-				return dbg->lines;
-			}
-			set->recovered++;
-		}
-		out[i].file = script;
-	}
-	return out;
+	set->recovered++;
+	return lines;
 }
 
 static int img_add(pg_elfset *set, struct img *im, const struct pg_jd_load *ld)
