@@ -40,5 +40,7 @@ int cmd_inject(int argc, char **argv);
 int cmd_xray(int argc, char **argv);
 int cmd_gperf(int argc, char **argv);
 int dump_gperf(const char *path, bool json, struct cli_warnings *w);
+int cmd_symbolize(int argc, char **argv);
+int cmd_perf_map(int argc, char **argv);
 
 #endif

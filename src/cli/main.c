@@ -14,6 +14,8 @@ static const struct cmd {
 	{ "elf", cmd_elf, "write ELF images (symbols, DWARF lines, unwind tables) for a jitdump" },
 	{ "inject", cmd_inject, "map the JIT code of jitdumps into a perf.data from ELF images" },
 	{ "gperf", cmd_gperf, "convert a gperftools CPU profile into perf.data" },
+	{ "symbolize", cmd_symbolize, "name JIT addresses (function, offset, source line) from jitdumps" },
+	{ "perf-map", cmd_perf_map, "write a jitdump's code as a perf-PID.map" },
 	{ "xray", cmd_xray, "convert LLVM XRay traces into perf.data (samples and xray:* events)" },
 };
 
