@@ -1,10 +1,46 @@
 /* SPDX-License-Identifier: MIT */
 /* perfgraft: shared conventions of the public API.
  *
- * Functions return 0 (or a count) on success and a negative errno on
- * failure; the failure's readable message is left in the caller's
- * struct pg_diag.  Non-fatal findings (a truncated tail, an unknown record)
- * go to the diag's warn callback.  The library keeps no global state. */
+ * Errors.  Functions return 0 (or a count, or 1 for "a record was
+ * filled") on success and a negative errno on failure; the failure's
+ * readable message, naming the file and byte offset for damaged input, is
+ * left in the caller's struct pg_diag.  The errno values that matter:
+ * -EINVAL for input that is damaged, unsupported or not of the expected
+ * format (and for refused arguments), -ENOMEM, and the errno of the
+ * system call that failed (-ENOENT, -EACCES, -EISDIR, -ENOSPC, -ESPIPE, ...)
+ * for files.  Functions that cannot fail return void or a value.  Handle
+ * arguments must be valid handles; of the release functions, all but
+ * pg_pdw_close() accept NULL.  When an *_open / *_new fails nothing is
+ * left allocated; *out is set to NULL (pg_perfdata_open*() leave it
+ * untouched).
+ *
+ * Warnings.  Non-fatal findings (a truncated tail, an unknown record, a
+ * dropped debug record) go to the diag's warn callback and the work goes
+ * on with everything usable.
+ *
+ * Ownership.  Handles (opaque typedefs) are created by *_open / *_new and
+ * released by the matching *_close / *_free, which also invalidates every
+ * pointer obtained from the handle.  Unless a function says otherwise,
+ * pointers it returns (or leaves in a struct) point into the handle or
+ * into the mapped input and are valid until the handle is closed; input
+ * strings and structs are copied, caller-owned buffers given to *_open_mem
+ * must outlive the handle.
+ *
+ * Threads.  The library keeps no global state of its own: separate
+ * handles, each with its own pg_diag, may be used by different threads at
+ * once.  A handle (and the pg_diag it was given) is used by one thread at
+ * a time unless its header says more.  Process-wide effects to know of:
+ * pg_elfset_new(), pg_xray_map_open*() and pg_gperf_convert() (and
+ * pg_inject() and pg_xray_convert() through them) call libelf's
+ * elf_version(EV_CURRENT), which sets libelf's process-global version
+ * (idempotent; it matters only to a program that uses libelf itself with
+ * another version); the writers
+ * pick temporary file names with rand(), which advances the process's
+ * rand() sequence; "-" paths read standard input or write standard
+ * output; a compressing perf.data writer runs worker threads of its own
+ * (see perfdata.h).  No function installs signal handlers or changes the
+ * locale or the working directory; only the jitdump writer reads the
+ * environment ($JITDUMPDIR, $HOME, the local date: see jitwriter.h). */
 #ifndef PERFGRAFT_COMMON_H
 #define PERFGRAFT_COMMON_H
 
@@ -18,8 +54,22 @@ extern "C" {
 
 #define PG_ERRMSG_MAX 1024
 
+/* Receives one warning: msg is NUL-terminated, without a trailing
+ * newline, and valid only during the call (copy it to keep it).  It is
+ * called synchronously, in the thread that called the library function,
+ * with ctx as set in the pg_diag; it must not call back into the handle
+ * that is reporting. */
 typedef void (*pg_warn_fn)(void *ctx, const char *msg);
 
+/* Diagnostics of one handle (or one call of a function without a handle).
+ * Owned by the caller, zero-initialize it and set warn/ctx.  A handle
+ * opened with a pg_diag keeps a pointer to it, so it must outlive the
+ * handle (functions that take a pg_diag per call, as the jitdump writer's
+ * do, use it during that call only); it must not be shared by handles or
+ * calls running concurrently (nwarn and err are written without locks).
+ * err is meaningful only after a negative return (it is not cleared on
+ * success).  Messages longer than PG_ERRMSG_MAX - 1 bytes are
+ * truncated. */
 struct pg_diag {
 	pg_warn_fn warn;	/* NULL: warnings are counted, not reported */
 	void *ctx;
@@ -27,6 +77,8 @@ struct pg_diag {
 	char err[PG_ERRMSG_MAX]; /* message of the last failure */
 };
 
+/* The library's version ("MAJOR.MINOR.PATCH", the project version and the
+ * pkg-config --modversion), a static string.  Safe from any thread. */
 const char *pg_version(void);
 
 #ifdef __cplusplus

@@ -14,7 +14,21 @@
  *  - per_function writes every function that way (perf inject's layout).
  * In every image code has vaddr == file offset, so a map of the image
  * with pgoff == placement offset resolves ip - start + pgoff to the
- * symbol. */
+ * symbol.
+ *
+ * Files are written atomically: a hidden temporary file in the directory,
+ * renamed over the final name (mode 0644 less the umask), never through a
+ * symlink and never rewritten in place; names come from the prefix and
+ * code_index only, never from the JIT's function names.  Build-ids are
+ * SHA-1 digests of the dump's identity and the image's contents:
+ * deterministic for the same input, distinct between images.
+ *
+ * Errors: 0 on success, a negative errno with the message in the pg_diag
+ * given to pg_elfset_new().  Threads: a set (and its pg_diag) is used by
+ * one thread at a time; separate sets are independent, but sets writing
+ * into one directory need distinct prefixes (or build_id_names), or their
+ * images replace each other.  pg_elfset_new() calls libelf's process-wide
+ * elf_version(). */
 #ifndef PERFGRAFT_ELFIMAGE_H
 #define PERFGRAFT_ELFIMAGE_H
 
@@ -51,6 +65,7 @@ struct pg_elf_place {
 				 * align8(code_size) + mapped_size with CFI */
 };
 
+/* An image of the set, owned by it. */
 struct pg_elf_image {
 	char *path;		/* dir/name */
 	const char *name;	/* basename inside path */
@@ -63,18 +78,42 @@ struct pg_elf_image {
 
 typedef struct pg_elfset pg_elfset;
 
+/* Starts a set of images for one dump.  hdr (class, byte order, machine,
+ * pid, V8 line bias) and the base name of dump_name (the DWARF compile
+ * unit's name) are copied; opts must not be NULL.  diag is kept for the
+ * set's warnings and errors and must outlive it.  Returns 0 with *out
+ * set, or a negative errno (*out NULL): -EINVAL for a prefix that is not
+ * a plain file name of at most 100 bytes (or a libelf too old), the errno
+ * of opening opts->dir (-ENOENT, -ENOTDIR, -EACCES), -ENOMEM. */
 int pg_elfset_new(const struct pg_jd_header *hdr, const char *dump_name,
 		  const struct pg_elfset_opts *opts, struct pg_diag *diag,
 		  pg_elfset **out);
-/* Places a LOAD.  Images of their own are written at once; packed
- * images when full or at pg_elfset_finish().  The load's code and name
- * must stay mapped until then.  Returns 0, 1 when the LOAD has no code
- * (nothing placed), or a negative errno. */
+/* Places a LOAD and fills *out.  Images of their own are written at once;
+ * packed images when full or at pg_elfset_finish().  The load's code, name
+ * and line file names must stay mapped until then (the line array itself
+ * is consumed at once; the unwind blobs are used only by an image of its
+ * own, written in this call).  Returns 0, 1 when nothing was placed (a
+ * LOAD without code, or a name over 1 MiB: a warning), or a negative
+ * errno: -ENOMEM, -EIO when libelf cannot write the image, or the errno of
+ * creating or renaming the file (-EACCES, -ENOSPC, ...).  A failure leaves
+ * the images written before it in place. */
 int pg_elfset_add(pg_elfset *set, const struct pg_jd_load *ld,
 		  struct pg_elf_place *out);
+/* Writes the packed image still open, if any.  Returns 0 or a negative
+ * errno as pg_elfset_add().  A later pg_elfset_add() starts a new packed
+ * image. */
 int pg_elfset_finish(pg_elfset *set);
+/* Images registered so far, written or not (an open packed image counts). */
 size_t pg_elfset_count(const pg_elfset *set);
+/* Image i (the index of pg_elf_place.image), or NULL when i is out of
+ * range.  The struct and its strings belong to the set and are valid only
+ * until the next pg_elfset_add(), pg_elfset_finish() or pg_elfset_free():
+ * the array may move, and with build_id_names path is replaced when the
+ * image is written.  written tells whether the file exists; size,
+ * build_id, nfuncs and has_cfi are meaningful only then. */
 const struct pg_elf_image *pg_elfset_image(const pg_elfset *set, size_t i);
+/* Frees the set.  A packed image still open is dropped, not written;
+ * files already written stay.  NULL is a no-op. */
 void pg_elfset_free(pg_elfset *set);
 
 #ifdef __cplusplus

@@ -5,8 +5,14 @@
  * Errors: functions returning int give 0 (or a count) on success and a
  * negative errno on failure, with the message in the pg_diag; damage that
  * leaves the rest usable (a truncated tail, a record with a zero PC, odd map
- * lines) is a warning through the pg_diag's callback.  A handle is used by
- * one thread at a time; separate handles are independent. */
+ * lines) is a warning through the pg_diag's callback.
+ *
+ * Threads: the reader parses the whole profile at open and is only read
+ * afterwards (it keeps no pg_diag): once open, its accessors may be
+ * called from any number of threads at once.  Separate handles and
+ * conversions are independent.  pg_gperf_convert() calls libelf's
+ * process-wide elf_version() (it reads the build-ids of the mapped
+ * files). */
 #ifndef PERFGRAFT_GPERF_H
 #define PERFGRAFT_GPERF_H
 
@@ -62,18 +68,33 @@ struct pg_gperf_stats {
 
 typedef struct pg_gperf pg_gperf;
 
-/* Does the buffer start like a CPU profile header (either size, order)? */
+/* Does the buffer start like a CPU profile header (either size, order)?
+ * No state; safe from any thread. */
 bool pg_gperf_probe(const void *buf, size_t len);
+/* Maps path and reads the whole profile: the stacks (identical PC lists
+ * summed) and the mapped-objects text.  Everything before damage is kept
+ * (a warning, see pg_gperf_stats()).  Returns 0 with *out set, or a
+ * negative errno (*out NULL): the errno of open/fstat/mmap, -EINVAL for a
+ * file that is not regular or not a version 0 CPU profile (bad header),
+ * -ENOMEM. */
 int pg_gperf_open(const char *path, struct pg_diag *diag, pg_gperf **out);
-/* buf must outlive the handle; name is used in messages. */
+/* buf must outlive the handle; name (NULL: "profile") is copied and used
+ * in messages. */
 int pg_gperf_open_mem(const void *buf, size_t len, const char *name,
 		      struct pg_diag *diag, pg_gperf **out);
+/* The decoded header, owned by the handle (valid until close). */
 const struct pg_gperf_header *pg_gperf_header(const pg_gperf *g);
+/* What open read, copied into *st. */
 void pg_gperf_stats(const pg_gperf *g, struct pg_gperf_stats *st);
 size_t pg_gperf_stack_count(const pg_gperf *g);	/* first-seen order */
+/* Stack i, or NULL when i is out of range; it and its pcs are owned by
+ * the handle (valid until close). */
 const struct pg_gperf_stack *pg_gperf_stack(const pg_gperf *g, size_t i);
 size_t pg_gperf_mapping_count(const pg_gperf *g);
+/* Mapping i in file order, or NULL when i is out of range; owned by the
+ * handle, path included (valid until close). */
 const struct pg_gperf_mapping *pg_gperf_mapping(const pg_gperf *g, size_t i);
+/* Unmaps and frees.  NULL is a no-op. */
 void pg_gperf_close(pg_gperf *g);
 
 /* ---- conversion into perf.data ---- */
@@ -82,6 +103,7 @@ struct pg_gperf_path_map {
 	const char *from, *to;		/* a leading path prefix and its replacement */
 };
 
+/* Options of pg_gperf_convert(); read during the call only. */
 struct pg_gperf_opts {
 	const char *profile;
 	const char *output;		/* "-": pipe mode on stdout */
@@ -113,6 +135,16 @@ struct pg_gperf_convert_stats {
 
 #define PG_GPERF_DEFAULT_PERIOD_US 10000	/* gperftools' default 100 Hz */
 
+/* Converts o->profile into a perf.data at o->output ("-": standard
+ * output, pipe mode): a COMM, an MMAP2 per executable mapping (with the
+ * build-id of the file, read where the mapped path exists after the path
+ * maps and root are applied), and one SAMPLE with its call chain per
+ * counted sample.  The output is written atomically (see pg_pdw_open())
+ * and removed on failure.  *st is zeroed first and filled as the work
+ * goes.  Returns 0, or a negative errno with the message in diag->err:
+ * pg_gperf_open()'s errors, -EFBIG when the counts sum to more than
+ * max_samples, -EINVAL for a stack that does not fit a perf record, the
+ * output's errors, -ENOMEM. */
 int pg_gperf_convert(const struct pg_gperf_opts *o, struct pg_diag *diag,
 		     struct pg_gperf_convert_stats *st);
 

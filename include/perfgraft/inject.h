@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* JIT code into perf.data: what perf inject --jit does, with the images
- * of elfimage.h and the injected MMAP2 records merged in time order. */
+ * of elfimage.h and the injected MMAP2 records merged in time order.
+ *
+ * Threads: pg_inject() keeps no state between calls; concurrent calls
+ * with their own pg_diag, outputs and image directories are independent
+ * (at most one of them may use "-" for standard input or output). */
 #ifndef PERFGRAFT_INJECT_H
 #define PERFGRAFT_INJECT_H
 
@@ -19,6 +23,7 @@ enum pg_cfi_layout {
 	PG_CFI_LAYOUT_PERF_5_19,
 };
 
+/* Options of pg_inject(); the strings are read during the call only. */
 struct pg_inject_opts {
 	const char *input;	/* path or "-" */
 	const char *output;	/* path or "-" (pipe mode) */
@@ -33,6 +38,8 @@ struct pg_inject_opts {
 	void *progress_ctx;
 };
 
+/* What pg_inject() did; zeroed at its start and filled as it goes, so
+ * meaningful in part after a failure too. */
 struct pg_inject_stats {
 	uint64_t records_in, records_out;
 	uint64_t dumps, dumps_failed;
@@ -44,6 +51,25 @@ struct pg_inject_stats {
 	char image_dir[4096];
 };
 
+/* Copies opts->input (a perf.data recorded with -k mono, file or pipe
+ * mode; "-" reads standard input) to opts->output (pipe mode when the
+ * input is pipe mode or output is "-", which writes standard output),
+ * written atomically beside its final name.  Every jitdump whose
+ * jit-PID.dump marker mmap the input records (looked for at the recorded
+ * path, then in jitdump_dir), and every dump in jitdumps, is read once:
+ * its images go into the image directory (created when missing, its
+ * parent must exist) and one MMAP2 per LOAD/MOVE, naming the image by its
+ * absolute path, is merged into the records in time order; the markers
+ * and the exec anonymous maps the JIT code hid behind are dropped.  A dump
+ * that cannot be used (missing, damaged, a clock that does not match the
+ * input's) is a warning and counted in dumps_failed; the rest is injected.
+ * progress is called from the calling thread, for file-mode input only.
+ * Returns 0, or a negative errno with the message in diag->err: the
+ * input's errors (see pg_perfdata_open(), pg_perfdata_next()), the
+ * output's (pg_pdw_open(), pg_pdw_close()), the errno of creating the
+ * image directory, -ENOMEM.  A failed run removes its output, the images
+ * it wrote and the image directory it created.  opts, its input and
+ * output, diag and stats must not be NULL. */
 int pg_inject(const struct pg_inject_opts *opts, struct pg_diag *diag,
 	      struct pg_inject_stats *stats);
 

@@ -6,7 +6,16 @@
  * pending state that the next LOAD carries (as every producer intends).
  * Pointers in a record (names, code bytes, unwind blobs) point into the
  * mapping and stay valid until pg_jitdump_close(); the decoded line array
- * of a LOAD stays valid only until the next pg_jitdump_next() call. */
+ * of a LOAD stays valid only until the next pg_jitdump_next() call.
+ *
+ * Errors: 0 (or 1 for a record) on success, a negative errno on failure
+ * with the message, naming the file and byte offset, in the pg_diag given
+ * to the open function.  A damaged DEBUG_INFO or UNWINDING_INFO body, an
+ * unknown record id or a truncated tail (a JIT killed mid-write) is a
+ * warning: the record is dropped or skipped and the walk goes on.
+ *
+ * Threads: a handle (and its pg_diag) is used by one thread at a time;
+ * separate handles are independent, also over the same file. */
 #ifndef PERFGRAFT_JITDUMP_H
 #define PERFGRAFT_JITDUMP_H
 
@@ -108,25 +117,50 @@ struct pg_jd_record {
 
 typedef struct pg_jitdump pg_jitdump;
 
-/* Maps and checks the header.  On failure returns a negative errno and
- * diag->err names the file and byte offset. */
+/* Maps path (read-only, private) and checks the header; flags are
+ * PG_JITDUMP_* open flags.  The file's size at open is what is read: a
+ * JIT still appending to it is not followed, and the file must not be
+ * truncated while the handle lives (the mapping would fault).  diag is
+ * kept for the warnings and errors of the walk and must outlive the handle.
+ * Returns 0 with *out set, or a negative errno (*out NULL) with diag->err
+ * naming the file and byte offset: the errno of open/fstat/mmap (-ENOENT,
+ * -EACCES, ...), -EINVAL for a path that is not a regular file, a bad
+ * magic, a file too short for the header, a version other than 1 (2 is
+ * read as 1 with a warning: Mono writes it) or an inconsistent header
+ * size, -ENOMEM.  Unknown header flags are a warning. */
 int pg_jitdump_open(const char *path, unsigned flags, struct pg_diag *diag,
 		    pg_jitdump **out);
 /* The same over a caller-owned buffer (fuzzing, embedded use).  The buffer
- * must outlive the handle.  name is used in messages. */
+ * must outlive the handle and not change while it lives.  name is copied;
+ * it is used in messages and returned by pg_jitdump_path(). */
 int pg_jitdump_open_mem(const void *buf, size_t len, const char *name,
 			unsigned flags, struct pg_diag *diag, pg_jitdump **out);
+/* Unmaps the file and frees the handle; every pointer obtained from it
+ * (records, header, path) becomes invalid.  NULL is a no-op. */
 void pg_jitdump_close(pg_jitdump *jd);
 
+/* The decoded file header, owned by the handle (valid until close). */
 const struct pg_jd_header *pg_jitdump_header(const pg_jitdump *jd);
+/* The path (or name) given at open, a copy owned by the handle. */
 const char *pg_jitdump_path(const pg_jitdump *jd);
+/* Bytes of the file (or buffer) as mapped at open. */
 uint64_t pg_jitdump_size(const pg_jitdump *jd);
 
-/* 1: *rec filled; 0: end of records (a truncated tail was a warning);
- * negative errno: the file is damaged at the offset named in diag->err. */
+/* Reads the next record into the caller's *rec (overwritten whole).
+ * 1: *rec filled; 0: end of records (a truncated tail was a warning);
+ * negative errno (-EINVAL): the file is damaged at the offset named in
+ * diag->err (a record size smaller than its header or its fixed part, a
+ * LOAD whose code or name does not fit).  After 0 or an error the walk is
+ * over: later calls return 0.  A LOAD's debug and unwind pointers refer to
+ * state inside the handle that the next call replaces: use them, or copy
+ * what is needed, before calling again.  With PG_JITDUMP_ALL_RECORDS a
+ * DEBUG_INFO or UNWINDING_INFO is returned as a record and still carried
+ * by the next LOAD; without it CLOSE and unknown ids are skipped.  An
+ * unknown id is a warning either way. */
 int pg_jitdump_next(pg_jitdump *jd, struct pg_jd_record *rec);
 
-/* Counters after (or during) a walk. */
+/* Counters after (or during) a walk, copied into *st; records and
+ * dropped debug/unwind records are counted as the walk passes them. */
 struct pg_jitdump_stats {
 	uint64_t records, loads, moves, debug_infos, unwinding_infos, closes, unknown;
 	uint64_t lines, damaged_names, dropped_debug, dropped_unwind;

@@ -9,7 +9,18 @@
  *
  * The writer writes the same byte order it is told to, so records from a
  * reader pass through untouched; it synthesizes only what it is asked to
- * (attrs, MMAP2 records, build-id entries, features). */
+ * (attrs, MMAP2 records, build-id entries, features).
+ *
+ * Errors: 0 (or 1 for a record) on success, a negative errno with the
+ * message in the pg_diag given to the open function, which the handle
+ * keeps and which must outlive it.  Damage inside the data that leaves
+ * what precedes it usable (a truncated last record, a data section
+ * running past the end, an unreadable feature section) is a warning.
+ *
+ * Threads: a reader or writer (and its pg_diag) is used by one thread at
+ * a time; separate handles are independent.  A writer with compression
+ * runs worker threads of its own (joined by pg_pdw_close/abort; they never
+ * call the warn callback, and lower their own scheduling priority). */
 #ifndef PERFGRAFT_PERFDATA_H
 #define PERFGRAFT_PERFDATA_H
 
@@ -56,6 +67,7 @@ enum {
 #define PG_SAMPLE_STREAM_ID (1u << 9)
 #define PG_SAMPLE_IDENTIFIER (1u << 16)
 
+/* An attr of the input, owned by the reader. */
 struct pg_pd_attr {
 	uint8_t *raw;		/* attr.size bytes, file byte order */
 	uint32_t raw_size;
@@ -106,35 +118,70 @@ struct pg_pd_time_conv {
 
 typedef struct pg_perfdata pg_perfdata;
 
-/* path "-" reads standard input (pipe mode, or file mode from a pipe is
- * refused: perf writes pipe mode to pipes). */
+/* Opens a perf.data, file or pipe mode (told by its header).  A regular
+ * file is mapped (it must not be truncated while the handle lives); any
+ * other file is streamed, which works for pipe mode only.  path "-" reads
+ * standard input (pipe mode, or file mode from a pipe is refused: perf
+ * writes pipe mode to pipes; a regular file as standard input is mapped
+ * and may be either), which is not closed.  The file header (attrs,
+ * feature sections) is read now; pipe mode reads only the 16-byte header.
+ * Returns 0 with *out set, or a negative errno (*out untouched): the
+ * errno of open/fstat/mmap, -EINVAL for a bad magic, perf.data version 1,
+ * a header or attr section outside the file, no attrs, file mode from a
+ * stream; -ENOMEM. */
 int pg_perfdata_open(const char *path, struct pg_diag *diag, pg_perfdata **out);
+/* The same over a caller-owned buffer (either mode) that must outlive the
+ * handle; name is copied and used in messages. */
 int pg_perfdata_open_mem(const void *buf, size_t len, const char *name,
 			 struct pg_diag *diag, pg_perfdata **out);
+/* Unmaps and frees; every pointer obtained from the handle becomes
+ * invalid.  NULL is a no-op. */
 void pg_perfdata_close(pg_perfdata *pd);
 
 bool pg_perfdata_pipe(const pg_perfdata *pd);
+/* The file's byte order (records and attr raw bytes are in it). */
 bool pg_perfdata_big_endian(const pg_perfdata *pd);
+/* The path given ("<stdin>" for "-"), owned by the handle. */
 const char *pg_perfdata_name(const pg_perfdata *pd);
 /* attrs known so far (pipe mode: grows as HEADER_ATTR records pass) */
 size_t pg_perfdata_nattrs(const pg_perfdata *pd);
+/* Attr i, or NULL when i >= nattrs.  Owned by the handle; valid until the
+ * next pg_perfdata_next() or pg_perfdata_rewind() (a HEADER_ATTR record
+ * may move the array, a rewind drops the in-band attrs), and for the
+ * attrs of a file-mode header until close. */
 const struct pg_pd_attr *pg_perfdata_attr(const pg_perfdata *pd, size_t i);
-/* file mode: the header's feature sections, ascending by bit */
+/* file mode: the header's feature sections, ascending by bit (pipe mode:
+ * none, they come as HEADER_FEATURE records).  Bodies point into the
+ * mapping, valid until close; NULL when i is out of range. */
 size_t pg_perfdata_nfeatures(const pg_perfdata *pd);
 const struct pg_pd_feature *pg_perfdata_feature(const pg_perfdata *pd, size_t i);
-/* the last TIME_CONV seen, or NULL */
+/* the last TIME_CONV seen, or NULL; owned by the handle and updated in
+ * place when the walk passes another one */
 const struct pg_pd_time_conv *pg_perfdata_time_conv(const pg_perfdata *pd);
+/* file mode: bytes of the data section; pipe mode: the bytes after the
+ * 16-byte header (UINT64_MAX - 16 when streamed: unknown) */
 uint64_t pg_perfdata_data_size(const pg_perfdata *pd);
 
 /* 1: *rec filled (valid until the next call); 0: end; negative errno:
  * damaged at the offset named in diag->err.  COMPRESSED records are
- * replaced by the records they hold. */
+ * replaced by the records they hold.  A truncated last record, or
+ * compressed bytes left over at the end, is a warning and the end.  The
+ * record's bytes and extra point into the mapping or into buffers of the
+ * handle: copy what must outlive the next call.  After 0 or an error the
+ * walk is over (later calls return 0) until pg_perfdata_rewind(). */
 int pg_perfdata_next(pg_perfdata *pd, struct pg_pd_rec *rec);
-/* Restart the walk at the first record (file mode only). */
+/* Restart the walk at the first record (file mode, or any mapped input).
+ * Returns 0, or -ESPIPE for a streamed input. */
 int pg_perfdata_rewind(pg_perfdata *pd);
 
+/* Decodes an MMAP or MMAP2 record from pd into *mm (filename points into
+ * the record: valid as long as it is).  Returns 0, or -EINVAL for another
+ * type or a file name not NUL-terminated inside the record; no message
+ * is set. */
 int pg_perfdata_mmap(const pg_perfdata *pd, const struct pg_pd_rec *rec,
 		     struct pg_pd_mmap *mm);
+/* Read a field of the file's byte order at p (unaligned is fine) in host
+ * order. */
 uint16_t pg_pd_u16(const pg_perfdata *pd, const void *p);
 uint32_t pg_pd_u32(const pg_perfdata *pd, const void *p);
 uint64_t pg_pd_u64(const pg_perfdata *pd, const void *p);
@@ -152,25 +199,41 @@ struct pg_pdw_opts {
 
 typedef struct pg_pdw pg_pdw;
 
-/* path "-" writes standard output.  A file is written beside its final
- * name and renamed by pg_pdw_close(). */
+/* path "-" writes standard output (always pipe mode; it is not closed).
+ * A file is written beside its final name and renamed by pg_pdw_close();
+ * an existing device or FIFO is written in place, which file mode refuses
+ * when it cannot seek (-ESPIPE: the header is written last).  opts is
+ * copied; compress_level is ignored in pipe mode.  diag is kept and must
+ * outlive the writer.  Returns 0 with *out set, or a negative errno (*out
+ * NULL): the errno of opening the directory or creating the file
+ * (-ENOENT, -EACCES, -EISDIR, ...), -ESPIPE, -ENOMEM. */
 int pg_pdw_open(const char *path, const struct pg_pdw_opts *opts,
 		struct pg_diag *diag, pg_pdw **out);
 /* Attrs must all be added before the first record (pipe mode writes them
- * as HEADER_ATTR at once). raw is attr.size bytes in the output order. */
+ * as HEADER_ATTR at once). raw is attr.size bytes in the output order;
+ * raw and ids are copied.  -EINVAL after the first pg_pdw_write() or
+ * pg_pdw_mmap2(), or for a pipe-mode attr that does not fit a record;
+ * file mode: attrs of different sizes fail at pg_pdw_close(). */
 int pg_pdw_add_attr(pg_pdw *w, const uint8_t *raw, uint32_t raw_size,
 		    const uint64_t *ids, size_t nr_ids);
 /* A header feature (file mode: a section; pipe mode: HEADER_FEATURE,
- * TRACING_DATA or BUILD_ID records as perf expects them). */
+ * TRACING_DATA or BUILD_ID records as perf expects them).  body is copied
+ * (file mode) or written now (pipe mode).  Pipe mode leaves out, without
+ * an error, features perf does not accept in a pipe.  -EINVAL for
+ * bit >= PG_FEAT_MAX; file mode: a bit given twice fails at close. */
 int pg_pdw_add_feature(pg_pdw *w, unsigned bit, const void *body, uint64_t size);
-/* A record (header included) and the bytes that follow it for types 66/71. */
+/* A record (header included) and the bytes that follow it for types
+ * 66/71, copied into the output.  Write errors are sticky: after one,
+ * every later call returns it. */
 int pg_pdw_write(pg_pdw *w, const void *rec, size_t size, const void *extra,
 		 uint64_t extra_size);
 /* A build-id entry: file mode adds it to the BUILD_ID feature, pipe mode
- * writes a HEADER_BUILD_ID record now. */
+ * writes a HEADER_BUILD_ID record now.  id_size is at most 20; -EINVAL
+ * when larger or when filename does not fit a record. */
 int pg_pdw_build_id(pg_pdw *w, int32_t pid, uint16_t misc, const uint8_t *id,
 		    unsigned id_size, const char *filename);
-/* Encode an MMAP2 (inode form) with a sample_id trailer for attr a. */
+/* Encode an MMAP2 (inode form) with a sample_id trailer for attr a (from
+ * pg_perfdata_attr(); NULL: no trailer) and write it as a record. */
 struct pg_pdw_mmap2 {
 	uint32_t pid, tid;
 	uint64_t start, len, pgoff;
@@ -182,8 +245,15 @@ struct pg_pdw_mmap2 {
 	uint32_t cpu;
 };
 int pg_pdw_mmap2(pg_pdw *w, const struct pg_pd_attr *a, const struct pg_pdw_mmap2 *m);
+/* Finishes (file mode: feature sections, attrs, then the header), flushes
+ * and renames into place; frees w in every case (w must not be NULL).
+ * Returns 0, or a negative errno (a file output is then removed). */
 int pg_pdw_close(pg_pdw *w);	/* finishes and renames; frees w */
+/* Removes the partial output (standard output keeps what was written);
+ * frees w.  NULL is a no-op. */
 void pg_pdw_abort(pg_pdw *w);	/* removes the partial output; frees w */
+/* Bytes written so far, header included (with compression: as
+ * compressed). */
 uint64_t pg_pdw_bytes(const pg_pdw *w);
 
 #ifdef __cplusplus

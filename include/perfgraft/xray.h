@@ -12,7 +12,14 @@
  *    at each thread's last timestamp.  Memory is O(buffers + threads).
  * Damage stops the buffer it is in, with a warning naming the byte offset;
  * the rest of the file is still read.  A truncated tail keeps everything
- * before it. */
+ * before it.
+ *
+ * Errors: 0 (or 1 for a record) on success, a negative errno with the
+ * message in the pg_diag given to the open function.  Threads: a trace,
+ * map or conversion (and its pg_diag) is used by one thread at a time;
+ * separate handles are independent.  After pg_xray_map_open*() returns, a
+ * map is only read: its accessors may be called from several threads at
+ * once.  The map functions call libelf's process-wide elf_version(). */
 #ifndef PERFGRAFT_XRAY_H
 #define PERFGRAFT_XRAY_H
 
@@ -95,19 +102,41 @@ struct pg_xray_stats {
 
 typedef struct pg_xray pg_xray;
 
+/* Maps path (read-only) and indexes it: the header is checked and every
+ * FDR buffer or basic chunk located now (the pages read are handed back
+ * at once, so resident memory stays small).  flags: PG_XRAY_FILE_ORDER
+ * or 0 (time order).  diag is kept for the warnings of the walk and must
+ * outlive the handle; the file must not be truncated while it lives.
+ * Returns 0 with *out set, or a negative errno (*out NULL): the errno of
+ * open/fstat/mmap, -EINVAL for a file that is not regular, shorter than
+ * the 32-byte header, of an unknown type or an unsupported version,
+ * -ENOMEM. */
 int pg_xray_open(const char *path, unsigned flags, struct pg_diag *diag, pg_xray **out);
+/* The same over a caller-owned buffer that must outlive the handle; name
+ * is copied and used in messages. */
 int pg_xray_open_mem(const void *buf, size_t len, const char *name, unsigned flags,
 		     struct pg_diag *diag, pg_xray **out);
+/* The decoded file header, owned by the handle (valid until close). */
 const struct pg_xr_header *pg_xray_header(const pg_xray *t);
-/* 1: *rec filled; 0: end; negative errno: the walk cannot go on (the
- * header is unusable).  Damage inside the data is a warning. */
+/* Fills the caller's *rec with the next record of the walk chosen at open.
+ * 1: *rec filled; 0: end; negative errno: the walk cannot go on (the
+ * header is unusable; the header is checked at open, so this does not
+ * happen today, but callers should handle it).  Damage inside the data is
+ * a warning.  rec->payload points into the trace: copy it before the next
+ * call. */
 int pg_xray_next(pg_xray *t, struct pg_xr_record *rec);
+/* Counters of the walk so far, copied into *st. */
 void pg_xray_stats(const pg_xray *t, struct pg_xray_stats *st);
 /* FDR buffers or basic chunks in the file (stats.buffers: those begun) */
 size_t pg_xray_buffer_count(const pg_xray *t);
+/* Unmaps and frees; records' payload pointers become invalid.  NULL is a
+ * no-op. */
 void pg_xray_close(pg_xray *t);
-/* Does the buffer start like an XRay trace header? */
+/* Does the buffer start like an XRay trace header?  Reads at most 4 bytes
+ * (false when len < 4); no state. */
 bool pg_xray_probe(const void *buf, size_t len);
+/* A static name for k ("enter", "tail_exit", ...; "unknown" for other
+ * values). */
 const char *pg_xray_kind_name(enum pg_xr_kind k);
 
 /* ---- instrumentation map (xray_instr_map of the traced binary) ---- */
@@ -116,7 +145,9 @@ struct pg_xray_func {
 	uint32_t id;			/* 1-based, as LLVM numbers them */
 	uint64_t addr;			/* link-time address */
 	uint64_t size;			/* from .symtab, 0 unknown */
-	const char *name;		/* demangled; "#ID" when nothing names it */
+	const char *name;		/* demangled; "SYM+0xOFF" inside a symbol,
+					 * "@(ADDR)" (llvm-xray's spelling) when no
+					 * symbol covers it */
 	const char *linkage_name;	/* symbol as in .symtab, or NULL */
 	const char *file;		/* DWARF declaration, or NULL */
 	unsigned line, column;
@@ -136,16 +167,32 @@ struct pg_xray_binary {
 
 typedef struct pg_xray_map pg_xray_map;
 
+/* Reads the instrumentation map of binary, names its functions from
+ * .symtab (.dynsym when stripped) and finds their source lines with libdw,
+ * all now.  The binary stays open (and mapped by libelf) until close.
+ * Odd sled entries are warnings; diag is not used after the call.
+ * Returns 0 with *out set, or a negative errno (*out NULL): the errno of
+ * open (-ENOENT, -EACCES), -EINVAL for a file that is not ELF or whose
+ * map is damaged, -ENOENT when it has no xray_instr_map section (not
+ * built with -fxray-instrument), -E2BIG for more functions than IDs,
+ * -ENOMEM. */
 int pg_xray_map_open(const char *binary, struct pg_diag *diag, pg_xray_map **out);
+/* The same over a caller-owned ELF image that must outlive the map; name
+ * is copied, used in messages and as the binary's path. */
 int pg_xray_map_open_mem(const void *buf, size_t len, const char *name,
 			 struct pg_diag *diag, pg_xray_map **out);
 size_t pg_xray_map_count(const pg_xray_map *m);	/* highest ID */
+/* Function id (1 .. count), owned by the map (valid until close). */
 const struct pg_xray_func *pg_xray_map_func(const pg_xray_map *m, uint32_t id); /* NULL if unknown */
+/* Where the binary's code is; owned by the map, path absolute (the name
+ * given, for _mem). */
 const struct pg_xray_binary *pg_xray_map_binary(const pg_xray_map *m);
+/* Frees the map and closes the binary.  NULL is a no-op. */
 void pg_xray_map_close(pg_xray_map *m);
 
 /* ---- conversion into perf.data ---- */
 
+/* Options of pg_xray_convert(); read during the call only. */
 struct pg_xray_opts {
 	const char *const *traces;
 	size_t ntraces;
@@ -200,6 +247,16 @@ struct pg_xray_convert_stats {
 	uint64_t first_ns, last_ns;
 };
 
+/* Converts the traces, merged by time, into a perf.data at opts->output:
+ * samples with call chains every 1/frequency s of trace time and the
+ * xray:* events, functions named through the binary's map (by ID without
+ * one).
+ * The output is written atomically (see pg_pdw_open()) and removed on
+ * failure.  progress is called from the calling thread.  *st is zeroed
+ * first and filled as the work goes.  Returns 0, or a negative errno with
+ * the message in diag->err: -EINVAL for no trace, a frequency above 1 GHz
+ * or both samples and events off; any trace's or the map's open error
+ * (pg_xray_open(), pg_xray_map_open()); the output's errors; -ENOMEM. */
 int pg_xray_convert(const struct pg_xray_opts *opts, struct pg_diag *diag,
 		    struct pg_xray_convert_stats *st);
 
