@@ -105,6 +105,8 @@ void pg_perfdata_close(pg_perfdata *pd)
 		return;
 	if (pd->mapped)
 		munmap((void *)pd->base, pd->size);
+	if (pd->fd > STDIN_FILENO)	/* a stream opened by path (a FIFO) */
+		close(pd->fd);
 	for (size_t i = 0; i < pd->nattrs; i++) {
 		free(pd->attrs[i].raw);
 		free(pd->attrs[i].ids);
