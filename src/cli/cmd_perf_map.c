@@ -35,7 +35,10 @@ static void do_help(FILE *f)
 
 struct writer {
 	FILE *f;
-	uint64_t lines, pieces_cut;
+	pg_symbolizer *sym;
+	uint32_t pid;
+	uint64_t time;
+	uint64_t lines, pieces_cut, short_names;
 };
 
 /* A newline in a name would start a bogus line; perf splits the line at
@@ -49,13 +52,18 @@ static void put_name(FILE *f, const char *s)
 static int write_line(void *ctx, const struct pg_sym *sym)
 {
 	struct writer *w = ctx;
+	struct pg_sym whole;
 
+	/* a piece is cut when it is not the whole function */
+	if (sym->offset || (pg_symbolize(w->sym, w->pid, sym->start, w->time, &whole) == 1 &&
+			    whole.size != sym->size))
+		w->pieces_cut++;
+	if (strlen(sym->name) < 3)
+		w->short_names++;
 	fprintf(w->f, "%" PRIx64 " %" PRIx64 " ", sym->start, sym->size);
 	put_name(w->f, sym->name);
 	putc_unlocked('\n', w->f);
 	w->lines++;
-	if (sym->offset)
-		w->pieces_cut++;
 	return 0;
 }
 
@@ -159,6 +167,9 @@ int cmd_perf_map(int argc, char **argv)
 		}
 		of.fd = -1;	/* the FILE owns it now */
 	}
+	w.sym = sym;
+	w.pid = pid;
+	w.time = time;
 	ret = pg_symbolizer_live(sym, pid, time, write_line, &w);
 	if (ret < 0) {
 		cli_error("%s", diag.err);
@@ -184,12 +195,15 @@ int cmd_perf_map(int argc, char **argv)
 	}
 	if (dirfd >= 0)
 		close(dirfd);
+	if (w.short_names)
+		pg_warn(&diag, "%" PRIu64 " function name%s shorter than 3 bytes: perf 6.1 skips such map lines",
+			w.short_names, w.short_names == 1 ? " is" : "s are");
 	cli_warnings_flush(&cw);
 	pg_symbolizer_stats(sym, &st);
 	if (!quiet && !status)
 		fprintf(stderr, "perfgraft perf-map: %s: %" PRIu64 " lines from %" PRIu64
 				" placements (%" PRIu64 " LOAD, %" PRIu64 " MOVE), %" PRIu64
-				" of them pieces of functions partly replaced later\n",
+				" of them pieces of functions that later code partly replaced\n",
 			to_stdout ? "stdout" : output, w.lines, st.loads + st.moves, st.loads,
 			st.moves, w.pieces_cut);
 	pg_symbolizer_free(sym);
