@@ -398,6 +398,16 @@ static int perf_script(struct script *sc)
 	return ret;
 }
 
+/* Ends the JSON document, with the failure's message when there is one. */
+static void json_close(struct ctx *c, struct cli_warnings *w, size_t ndumps, const char *err)
+{
+	fprintf(c->out, "\n],\"summary\":{\"addresses\":%" PRIu64 ",\"unknown\":%" PRIu64
+			",\"bad\":%" PRIu64 ",\"reused\":%" PRIu64 ",\"without_line\":%" PRIu64
+			",\"dumps\":%zu},", c->n, c->unknown, c->bad, c->reused, c->lines_missing, ndumps);
+	json_warnings_error(c->out, w, err);
+	fprintf(c->out, "}\n");
+}
+
 /* An argument is an address when it reads as one and does not name a path
  * (a dump whose name reads as hex is given as ./NAME). */
 static bool is_addr(const char *a)
@@ -426,7 +436,7 @@ int cmd_symbolize(int argc, char **argv)
 	struct cli_warnings w = { 0 };
 	struct ctx c = { .pid = PG_SYM_ANY_PID, .out = stdout, .first = true };
 	struct script sc = { .c = &c, .srcline = true };
-	bool quiet = false, script = false, use_stdin = false;
+	bool quiet = false, script = false, use_stdin = false, json_open = false;
 	char **addrs;
 	size_t naddrs = 0, ndumps = 0;
 	int ch, ret = 0, status = 0;
@@ -485,6 +495,11 @@ int cmd_symbolize(int argc, char **argv)
 		free(addrs);
 		return EXIT_BADINPUT;
 	}
+	setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));	/* before any output */
+	if (c.json) {
+		fprintf(c.out, "{\"results\":[");
+		json_open = true;
+	}
 	/* the first argument is always a dump */
 	for (int i = optind; i < argc; i++) {
 		const char *a = argv[i];
@@ -518,29 +533,22 @@ int cmd_symbolize(int argc, char **argv)
 		status = EXIT_BADINPUT;
 		goto out;
 	}
-	setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
 	if (script) {
 		ret = perf_script(&sc);
 	} else {
-		if (c.json)
-			fprintf(c.out, "{\"results\":[");
 		for (size_t i = 0; i < naddrs && ret >= 0; i++)
 			ret = one(&c, addrs[i], strlen(addrs[i]), "argument");
 		if (ret >= 0 && use_stdin)
 			ret = from_stdin(&c);
 	}
 	if (ret < 0) {
-		fflush(stdout);
 		cli_error("%s", c.diag.err);
 		status = EXIT_BADINPUT;
 		goto out;
 	}
 	if (c.json) {
-		fprintf(c.out, "\n],\"summary\":{\"addresses\":%" PRIu64 ",\"unknown\":%" PRIu64
-			       ",\"bad\":%" PRIu64 ",\"reused\":%" PRIu64 ",\"without_line\":%" PRIu64
-			       ",\"dumps\":%zu},", c.n, c.unknown, c.bad, c.reused, c.lines_missing, ndumps);
-		json_warnings_error(c.out, &w, NULL);
-		fprintf(c.out, "}\n");
+		json_close(&c, &w, ndumps, NULL);
+		json_open = false;
 	}
 	if (fflush(stdout) || ferror(stdout)) {
 		cli_error("writing the output failed");
@@ -569,6 +577,10 @@ int cmd_symbolize(int argc, char **argv)
 					"was named\n", c.reused);
 	}
 out:
+	if (json_open) {	/* a failure still ends the document */
+		json_close(&c, &w, ndumps, c.diag.err[0] ? c.diag.err : "failed");
+		fflush(stdout);
+	}
 	cli_warnings_free(&w);
 	pg_symbolizer_free(c.sym);
 	free(addrs);
