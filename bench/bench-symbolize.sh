@@ -27,6 +27,10 @@
 # (default node), ADDR2LINE (default addr2line), TMPDIR (where the work
 # directory goes).
 #
+# Then `perfgraft perf-map` writes the same dump's perf map RUNS times
+# (median wall time, peak RSS), and the map is checked to be sorted with no
+# overlapping lines; no other tool writes a perf map from a jitdump.
+#
 # Two address files are made (bench/symbolize-ref.py, fixed seed), each
 # 99% inside code and 1% outside all code:
 #   plain   ADDR: a function chosen uniformly among those whose code is
@@ -358,6 +362,29 @@ elif [ "$run_pg" = 1 ] && [ "$reference" = 1 ]; then
 			if (v["results"] != v["compared"]) printf "  perfgraft wrote %d result lines for %d addresses\n", v["results"], v["compared"] }'
 		sed -n '2,$s/^/  /p' "$logs/compare.$p"
 	done
+fi
+# perfgraft perf-map on the same dump: the other export of a dump's code.
+# No tool writes a perf map from a jitdump, so there is no reference; the
+# map is checked instead: sorted, no two lines overlapping.
+if [ "$run_pg" = 1 ]; then
+	for i in $(seq 1 "$runs"); do
+		timed "pmap.$i" "$pg" perf-map -q "$dump" -o "$tmp/perf.map" ||
+			fail "perfgraft perf-map: $(cat "$logs/pmap.$i.err")"
+	done
+	median_of pmap "$runs"
+	read -r s kb < <(times_of pmap)
+	python3 - "$tmp/perf.map" "$s" "$kb" <<'EOF_PY'
+import sys
+end = n = bad = 0
+for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
+    st, sz = (int(x, 16) for x in line.split(" ", 2)[:2])
+    bad += n > 0 and st < end
+    end = st + sz
+    n += 1
+ok = f"{bad} lines overlap the one before: FAIL" if bad else "sorted, no overlapping lines"
+print(f"perfgraft perf-map: {n} lines in {float(sys.argv[2]):.2f} s (median of runs), "
+      f"{int(sys.argv[3]) * 1024 / 1e6:.1f} MB peak RSS; {ok}")
+EOF_PY
 fi
 if [ -n "$keep" ]; then
 	say "kept $tmp (addrs.*, pg.*.out, ref.*/, img/, list.tsv, logs/)"
