@@ -16,6 +16,7 @@ static void do_help(FILE *f)
 	fprintf(f, "usage: perfgraft symbolize [--format=text|json] [--pid PID] [-q] [-v]\n"
 		   "                           JITDUMP... [ADDR[@TIME]...|-]\n"
 		   "       perf script ... | perfgraft symbolize --perf-script [--no-srcline]\n"
+		   "                           [--full-source-path]\n"
 		   "                           [--symoff|--no-symoff] JITDUMP...\n\n"
 		   "Names JIT addresses from the jitdumps: function, offset in it, and source\n"
 		   "file:line:column.  Arguments that read as addresses are addresses, the\n"
@@ -32,6 +33,8 @@ static void do_help(FILE *f)
 		   "                      dump, and a source line below them as perf's\n"
 		   "                      -F +srcline prints it\n"
 		   "  --no-srcline        (--perf-script) no source lines\n"
+		   "  --full-source-path  (--perf-script) the whole file path in source\n"
+		   "                      lines, not its base name (as perf script's option)\n"
 		   "  --symoff, --no-symoff  (--perf-script) add +0xOFF to names or not\n"
 		   "                      (default: as the input's resolved frames do)\n"
 		   "  -q, --quiet         no summary on stderr\n"
@@ -192,8 +195,8 @@ static bool parse_one(struct ctx *c, const char *s, size_t len, const char *wher
 	if (pg_sym_parse_addr(s, len, addr, time, &at) == 0)
 		return true;
 	copy = strndup(s, len > 200 ? 200 : len);
-	if (copy && strchr(copy, '\n'))
-		*strchr(copy, '\n') = 0;
+	if (copy)
+		copy[strcspn(copy, "\r\n")] = 0;
 	c->bad++;
 	pg_warn(&c->diag, "%s: byte %zu: '%s' is not an address (hex, or hex@TIME)",
 		where, at, copy ? copy : "");
@@ -290,7 +293,7 @@ enum symoff { SYMOFF_AUTO, SYMOFF_ON, SYMOFF_OFF };
 
 struct script {
 	struct ctx *c;
-	bool srcline;
+	bool srcline, full_path;
 	enum symoff symoff;
 	bool symoff_seen;	/* auto: decided from a resolved frame */
 	uint32_t pid;
@@ -299,20 +302,35 @@ struct script {
 	uint64_t frames, named, left;
 };
 
-/* A resolved call-chain frame tells whether perf printed symbol offsets:
- * "\t<hex> sym+0x1f (dso)" or "\t<hex> sym (dso)". */
+/* A resolved frame tells whether perf printed symbol offsets:
+ * "<hex> sym+0x1f (dso)" or "<hex> sym (dso)", on a call-chain line or
+ * at the end of a sample line (-G, or a recording without -g). */
 static void learn_symoff(struct script *sc, const char *l, size_t n)
 {
-	const char *open, *p;
+	size_t end = n, k, sym_end;
+	int depth = 0;
+	const char *p;
 
-	if (sc->symoff != SYMOFF_AUTO || sc->symoff_seen || !n || l[0] != '\t' ||
-	    l[n - 1 - (l[n - 1] == '\n')] != ')')
+	if (sc->symoff != SYMOFF_AUTO || sc->symoff_seen)
 		return;
-	open = memmem(l, n, " (", 2);
-	if (!open || memmem(l, (size_t)(open - l), "[unknown]", 9))
+	while (end && (l[end - 1] == '\n' || l[end - 1] == '\r' || l[end - 1] == ' '))
+		end--;
+	if (!end || l[end - 1] != ')')
+		return;
+	/* the DSO's '(', matched from the end (names hold "(deleted)") */
+	for (k = end; k-- > 0;) {
+		if (l[k] == ')')
+			depth++;
+		else if (l[k] == '(' && --depth == 0)
+			break;
+	}
+	if (depth || k == (size_t)-1 || k < 2 || l[k - 1] != ' ')
+		return;
+	sym_end = k - 1;
+	if (sym_end >= 9 && !memcmp(l + sym_end - 9, "[unknown]", 9))
 		return;
 	sc->symoff_seen = true;
-	for (p = open - 1; p > l && ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')); p--)
+	for (p = l + sym_end - 1; p > l && ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')); p--)
 		;
 	sc->symoff = (p - l >= 2 && p[0] == 'x' && p[-1] == '0' && p[-2] == '+') ? SYMOFF_ON : SYMOFF_OFF;
 }
@@ -374,9 +392,12 @@ static int script_line(struct script *sc, const char *l, size_t n)
 	if (n && l[n - 1] != '\n')
 		putc_unlocked('\n', f);
 	if (sc->srcline && sym.file) {
-		/* perf script -F +srcline: the line below the frame */
+		/* perf script -F +srcline: the line below the frame, the file's
+		 * base name unless --full-source-path */
+		const char *base = strrchr(sym.file, '/');
+
 		fputs_unlocked("  ", f);
-		put_text(f, sym.file);
+		put_text(f, sc->full_path || !base ? sym.file : base + 1);
 		putc_unlocked(':', f);
 		put_dec(f, sym.line);
 		putc_unlocked('\n', f);
@@ -420,12 +441,13 @@ static bool is_addr(const char *a)
 
 int cmd_symbolize(int argc, char **argv)
 {
-	enum { OPT_FORMAT = 256, OPT_PID, OPT_SCRIPT, OPT_NO_SRCLINE, OPT_SYMOFF, OPT_NO_SYMOFF };
+	enum { OPT_FORMAT = 256, OPT_PID, OPT_SCRIPT, OPT_NO_SRCLINE, OPT_SYMOFF, OPT_NO_SYMOFF, OPT_FULL_PATH };
 	static const struct option opts[] = {
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "pid", required_argument, NULL, OPT_PID },
 		{ "perf-script", no_argument, NULL, OPT_SCRIPT },
 		{ "no-srcline", no_argument, NULL, OPT_NO_SRCLINE },
+		{ "full-source-path", no_argument, NULL, OPT_FULL_PATH },
 		{ "symoff", no_argument, NULL, OPT_SYMOFF },
 		{ "no-symoff", no_argument, NULL, OPT_NO_SYMOFF },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -467,6 +489,7 @@ int cmd_symbolize(int argc, char **argv)
 		}
 		case OPT_SCRIPT: script = true; break;
 		case OPT_NO_SRCLINE: sc.srcline = false; break;
+		case OPT_FULL_PATH: sc.full_path = true; break;
 		case OPT_SYMOFF: sc.symoff = SYMOFF_ON; break;
 		case OPT_NO_SYMOFF: sc.symoff = SYMOFF_OFF; break;
 		case 'q': quiet = true; break;
@@ -565,9 +588,9 @@ int cmd_symbolize(int argc, char **argv)
 				" named from %zu dump%s, %" PRIu64 " left unknown (?" "?)\n",
 			sc.frames, sc.named, ndumps, ndumps == 1 ? "" : "s", sc.left);
 	} else {
-		fprintf(stderr, "perfgraft symbolize: %" PRIu64 " addresses, %" PRIu64
+		fprintf(stderr, "perfgraft symbolize: %" PRIu64 " address%s, %" PRIu64
 				" unknown (?" "?), %" PRIu64 " without a source line",
-			c.n, c.unknown, c.lines_missing);
+			c.n, c.n == 1 ? "" : "es", c.unknown, c.lines_missing);
 		if (c.bad)
 			fprintf(stderr, ", %" PRIu64 " not addresses", c.bad);
 		fprintf(stderr, "\n");

@@ -106,9 +106,7 @@ int pg_sym_parse_addr(const char *s, size_t len, uint64_t *addr, uint64_t *time,
 	if (i == len)
 		return 0;
 bad:
-	/* point at the first character that does not fit */
-	while (i < len && (hexval(s[i]) >= 0 || s[i] == '.') )
-		i++;
+	/* the parsers stop at the first character that does not fit */
 	*err_at = i < len ? i : len;
 	return -EINVAL;
 }
