@@ -56,7 +56,8 @@ struct pg_sym {
 	uint64_t size;		/* its code_size */
 	uint64_t offset;	/* the address minus start */
 	uint64_t code_index;
-	uint64_t time;		/* record time of the LOAD or MOVE that put it there */
+	uint64_t time;		/* record time of the LOAD or MOVE that put it there
+				 * (UINT64_MAX, PG_SYM_TIME_END, counts as one less) */
 	uint64_t until;		/* time it was replaced there; PG_SYM_TIME_END: never */
 	uint32_t pid;		/* the dump's header pid */
 	const char *dump;	/* path of the dump, as given */
@@ -88,16 +89,9 @@ void pg_symbolizer_free(pg_symbolizer *s);
 int pg_symbolize(pg_symbolizer *s, uint32_t pid, uint64_t addr, uint64_t time,
 		 struct pg_sym *out);
 
-/* Calls cb for every piece of code live at time in pid's address space
- * (PG_SYM_ANY_PID: the first pid added), in address order, ranges never
- * overlapping.  A function partly replaced by later code is reported as
- * the pieces of it still live: sym->start and sym->size then describe the
- * piece, sym->offset its distance from the function's start; file and
- * line are not filled.  A nonzero return from cb stops the walk and is
- * returned. */
 /* n lookups at once, each as pg_symbolize(s, pid, addrs[i], times[i],
  * &out[i]) with found[i] its 1 or 0 (times NULL: PG_SYM_TIME_END for all),
- * several times faster in bulk: the memory the lookups touch is fetched
+ * faster in bulk: the memory the lookups touch is fetched
  * for many of them at a time.  Returns 0 or a negative errno. */
 int pg_symbolize_batch(pg_symbolizer *s, uint32_t pid, size_t n, const uint64_t *addrs,
 		       const uint64_t *times, struct pg_sym *out, int *found);
@@ -105,10 +99,19 @@ int pg_symbolize_batch(pg_symbolizer *s, uint32_t pid, size_t n, const uint64_t 
 /* Whether a dump of process pid was added. */
 bool pg_symbolizer_has_pid(const pg_symbolizer *s, uint32_t pid);
 
+/* Calls cb for every piece of code live at time in pid's address space
+ * (PG_SYM_ANY_PID: the first pid added), in address order, ranges never
+ * overlapping.  A function partly replaced by later code is reported as
+ * the pieces of it still live: sym->start and sym->size then describe the
+ * piece, sym->offset its distance from the function's start; file and
+ * line are not filled.  A nonzero return from cb stops the walk and is
+ * returned. */
 typedef int (*pg_sym_live_fn)(void *ctx, const struct pg_sym *sym);
 int pg_symbolizer_live(pg_symbolizer *s, uint32_t pid, uint64_t time,
 		       pg_sym_live_fn cb, void *ctx);
 
+/* Counts over the dumps added (a refused dump adds nothing but its
+ * process's address space). */
 struct pg_symbolizer_stats {
 	uint64_t dumps, pids;
 	uint64_t loads, moves;		/* placements made */

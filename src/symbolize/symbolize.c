@@ -274,12 +274,19 @@ static int add_moves(pg_symbolizer *s, struct space *sp, size_t first_pl,
 	return ret;
 }
 
+/* PG_SYM_TIME_END means "never replaced": a record time can not be it */
+static uint64_t cap_time(uint64_t t)
+{
+	return t == PG_SYM_TIME_END ? t - 1 : t;
+}
+
 static int add_dump(pg_symbolizer *s, pg_jitdump *jd, const char *path)
 {
 	const struct pg_jd_header *hdr = pg_jitdump_header(jd);
 	struct pending_move *mv = NULL;
 	size_t nmv = 0, mvcap = 0, first_pl;
 	struct pg_jd_record rec;
+	struct pg_symbolizer_stats st0;
 	struct space *sp;
 	struct dump *d;
 	uint32_t di = (uint32_t)s->ndumps;
@@ -297,12 +304,13 @@ static int add_dump(pg_symbolizer *s, pg_jitdump *jd, const char *path)
 		return pg_err(s->diag, -ENOMEM, "out of memory");
 	s->st.dumps++;
 	first_pl = sp->npls;
+	st0 = s->st;
 	while ((ret = pg_jitdump_next(jd, &rec)) > 0) {
 		if (rec.type == PG_JD_LOAD) {
 			const struct pg_jd_load *ld = &rec.u.load;
 			struct placement pl = {
 				.name = ld->name, .start = ld->code_addr,
-				.code_index = ld->code_index, .time = rec.timestamp,
+				.code_index = ld->code_index, .time = cap_time(rec.timestamp),
 				.seq = s->seq++, .dump = di,
 			};
 
@@ -325,7 +333,7 @@ static int add_dump(pg_symbolizer *s, pg_jitdump *jd, const char *path)
 				ret = pg_err(s->diag, -ENOMEM, "out of memory");
 				break;
 			}
-			mv[nmv++] = (struct pending_move){ .seq = s->seq++, .time = rec.timestamp,
+			mv[nmv++] = (struct pending_move){ .seq = s->seq++, .time = cap_time(rec.timestamp),
 				.code_index = m->code_index, .start = m->new_code_addr,
 				.size = m->code_size };
 		}
@@ -336,6 +344,8 @@ static int add_dump(pg_symbolizer *s, pg_jitdump *jd, const char *path)
 	if (ret < 0) {
 		/* a damaged dump is refused whole: forget its placements */
 		sp->npls = first_pl;
+		st0.dumps--;	/* counted above; it is not one of them */
+		s->st = st0;
 		return ret;
 	}
 	return 0;
@@ -658,7 +668,8 @@ static int freeze_space(pg_symbolizer *s, struct space *sp)
 	free(w.stack);
 	if (ret)
 		return ret;
-	qsort(sp->pieces, sp->npieces, sizeof(*sp->pieces), cmp_piece);
+	if (sp->npieces)
+		qsort(sp->pieces, sp->npieces, sizeof(*sp->pieces), cmp_piece);
 	sp->maxend = malloc((sp->npieces ? sp->npieces : 1) * sizeof(*sp->maxend));
 	if (!sp->maxend)
 		return pg_err(s->diag, -ENOMEM, "out of memory");
@@ -733,8 +744,12 @@ static void fill(const pg_symbolizer *s, const struct space *sp, const struct pi
 
 static void fill_line(const pg_symbolizer *s, const struct placement *pl, struct pg_sym *out)
 {
-	const struct row *r = s->rows + pl->row0;
+	const struct row *r;
 	size_t lo = 0, hi = pl->nrows;
+
+	if (!pl->nrows)
+		return;
+	r = s->rows + pl->row0;
 
 	/* last row at or below the offset; an equal offset's last row wins,
 	 * the earlier ones cover nothing */
