@@ -482,6 +482,28 @@ class Installed(unittest.TestCase):
                                    % (h, mangled, missing))
             self.assertFalse(bad, "\n".join(bad))
 
+    def test_exports_are_the_public_api(self):
+        """The installed libperfgraft.so exports exactly the functions the
+        headers declare: the modules' shared helpers (pg_err, pg_buf_*,
+        ...) stay inside (src/libperfgraft.map)."""
+        libs = [os.path.join(d, f) for d, _, fs in os.walk(self.dest)
+                for f in fs if re.fullmatch(r"libperfgraft\.so\.\d+\.\d+\.\d+", f)]
+        self.assertEqual(len(libs), 1, libs)
+        rc, out, err = run(["nm", "-D", "--defined-only", libs[0]])
+        self.assertEqual(rc, 0, err)
+        exported = {ln.split()[-1] for ln in out.splitlines()
+                    if len(ln.split()) == 3 and ln.split()[1] in "TWDBRVi"}
+        exported = {e for e in exported if not e.startswith("_")}
+        declared = set()
+        for h in os.listdir(HEADERS):
+            if h.endswith(".h"):
+                with open(os.path.join(HEADERS, h), encoding="utf-8") as f:
+                    declared |= set(public_functions(f.read()))
+        self.assertEqual(sorted(exported - declared), [],
+                         "exported but not in a public header")
+        self.assertEqual(sorted(declared - exported), [],
+                         "declared in a header but not exported")
+
 
 if __name__ == "__main__":
     unittest.main()
