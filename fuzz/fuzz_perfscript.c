@@ -24,14 +24,6 @@
 #define SYM_DEMO
 #include "fuzz_symcheck.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc;
-	(void)argv;
-	sym_demo_setup();
-	return 0;
-}
-
 static bool is_blank(char c)
 {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r';

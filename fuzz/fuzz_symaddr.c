@@ -24,14 +24,6 @@
 #define SYM_DEMO
 #include "fuzz_symcheck.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc;
-	(void)argv;
-	sym_demo_setup();
-	return 0;
-}
-
 /* s must parse to (addr, time). */
 static void expect(const char *s, uint64_t addr, uint64_t time)
 {

@@ -413,6 +413,16 @@ static void sym_demo_setup(void)
 		SYM_FAIL("demo model: %zu placements, not 10", sym_demo_m.n);
 }
 
+/* The text harnesses build the demo symbolizer once. */
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	sym_demo_setup();
+	return 0;
+}
+
 /* A parsed address looked up in the demo dump, for this pid and any. */
 static void sym_demo_lookup(uint64_t addr, uint64_t time)
 {
