@@ -407,10 +407,23 @@ class Installed(unittest.TestCase):
     def libdirs(self):
         return [f[2:] for f in self.pkgconfig("--libs") if f.startswith("-L")]
 
+    def sanitizer_flags(self):
+        libs = [os.path.join(d, f) for d, _, fs in os.walk(self.dest)
+                for f in fs if re.fullmatch(r"libperfgraft\.so\.\d+\.\d+\.\d+", f)]
+        self.assertEqual(len(libs), 1, libs)
+        rc, out, err = run(["readelf", "-d", libs[0]])
+        self.assertEqual(rc, 0, err)
+        san = [n for n in ("address", "undefined")
+               if re.search(r"NEEDED.*\[lib%ssan\.so" % ("a" if n == "address" else "ub"), out)]
+        return ["-fsanitize=" + ",".join(san)] if san else []
+
     def test_example_against_installed_library(self):
         with tempfile.TemporaryDirectory(prefix="pg-api-cc-") as tmp:
             exe = os.path.join(tmp, "example")
-            cmd = (["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-o", exe, EXAMPLE_SRC]
+            # a sanitizer build's library needs its runtime loaded first:
+            # the program is then built with the same sanitizers
+            cmd = (["cc", "-std=c11", "-Wall", "-Wextra", "-Werror"]
+                   + self.sanitizer_flags() + ["-o", exe, EXAMPLE_SRC]
                    + self.pkgconfig("--cflags", "--libs"))
             rc, out, err = run(cmd, env=self.env)
             self.assertEqual(rc, 0, "%s: exit %d\n%s" % (shell(cmd), rc, err))
