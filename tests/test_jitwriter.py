@@ -446,10 +446,30 @@ class RecordedRun(unittest.TestCase):
         _, text, _ = run(perf(self.debug, "script", "-i", "perf.ref.data", "-F",
                               "tid,time,ip,sym,srcline", "--ns"), cwd=self.dir, env=env)
 
-        def key(samples):
-            return sorted((s["time"], s["ip"], s["sym"], s["srcline"])
-                          for s in samples if s["sym"] in FUNCS)
-        self.assertEqual(key(parse_script(text)), key(self.samples))
+        mv = self.jit.move
+
+        def after_last_row(s):
+            """perf inject's line table ends AT the last DEBUG_INFO entry
+            (notes 2.6), so its images give no line past it; perfgraft's
+            last row runs to the function's end.  Both are then counted as
+            'past the last row' when ours names that row's line."""
+            f = self.jit.funcs[s["sym"]]
+            base = mv["new"] if mv["new"] <= s["ip"] < mv["new"] + mv["size"] else f["addr"]
+            line, at = max(f["rows"], key=lambda r: r[1])
+            return s["ip"] - base >= at - f["addr"], "%s:%d" % (SRC, line)
+
+        def key(samples, ref):
+            out = []
+            for s in samples:
+                if s["sym"] not in FUNCS:
+                    continue
+                past, last = after_last_row(s)
+                src = s["srcline"]
+                if past and src == (None if ref else last):
+                    src = "past the last row"
+                out.append((s["time"], s["ip"], s["sym"], src))
+            return sorted(out)
+        self.assertEqual(key(parse_script(text), True), key(self.samples, False))
 
     # -- (b) -----------------------------------------------------------------
 
