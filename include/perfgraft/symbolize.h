@@ -98,6 +98,9 @@ int pg_symbolize_batch(pg_symbolizer *s, uint32_t pid, size_t n, const uint64_t 
 
 /* Whether a dump of process pid was added. */
 bool pg_symbolizer_has_pid(const pg_symbolizer *s, uint32_t pid);
+/* The pids of the processes whose dumps were added, in add order: up to
+ * max of them into pids; returns how many there are. */
+size_t pg_symbolizer_pids(const pg_symbolizer *s, uint32_t *pids, size_t max);
 
 /* Calls cb for every piece of code live at time in pid's address space
  * (PG_SYM_ANY_PID: the first pid added), in address order, ranges never

@@ -10,7 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <perfgraft/jitdump.h>
 #include <perfgraft/symbolize.h>
 #include "cli/cli.h"
 #include "util/util.h"
@@ -88,7 +87,7 @@ int cmd_perf_map(int argc, char **argv)
 	char defname[64];
 	uint64_t time = PG_SYM_TIME_END;
 	bool quiet = false, to_stdout;
-	uint32_t pid;
+	uint32_t pid = 0;
 	int c, ret, status = 0, dirfd = -1;
 
 	while ((c = getopt_long(argc, argv, "o:qvh", opts, NULL)) != -1) {
@@ -126,20 +125,7 @@ int cmd_perf_map(int argc, char **argv)
 		pg_symbolizer_free(sym);
 		return EXIT_BADINPUT;
 	}
-	{
-		/* the dump's pid: the one address space just added */
-		struct pg_jd_header hdr;
-		pg_jitdump *jd;
-
-		if (pg_jitdump_open(argv[optind], 0, &diag, &jd) < 0) {
-			cli_error("%s", diag.err);
-			pg_symbolizer_free(sym);
-			return EXIT_BADINPUT;
-		}
-		hdr = *pg_jitdump_header(jd);
-		pg_jitdump_close(jd);
-		pid = hdr.pid;
-	}
+	pg_symbolizer_pids(sym, &pid, 1);	/* the dump's: the one added */
 	snprintf(defname, sizeof(defname), "perf-%u.map", pid);
 	if (!output)
 		output = defname;

@@ -769,39 +769,52 @@ static void fill_line(const pg_symbolizer *s, const struct placement *pl, struct
 	out->column = r->col;
 }
 
+/* The piece holding addr at time in a frozen space, or NULL; *count gets
+ * how many pieces ever covered addr.  The segment search has no branches
+ * on the data, so that the searches of a batch overlap in the CPU. */
+static const struct piece *find(const struct space *sp, uint64_t addr, uint64_t time,
+				uint32_t *count)
+{
+	size_t lo = 0, len = sp->nsegs;
+	struct stab q = { .addr = addr, .time = time };
+
+	*count = 0;
+	while (len > 1) {
+		size_t half = len / 2;
+
+		lo = sp->seg_start[lo + half] <= addr ? lo + half : lo;
+		len -= half;
+	}
+	if (!sp->nsegs || sp->seg_start[lo] > addr || !sp->seg_count[lo])
+		return NULL;
+	*count = sp->seg_count[lo];
+	if (time == PG_SYM_TIME_END)
+		return sp->seg_live[lo] == NIL ? NULL : &sp->pieces[sp->seg_live[lo]];
+	stab(sp, 0, sp->npieces, &q);
+	return q.hit;
+}
+
+static void answer(const pg_symbolizer *s, const struct space *sp, const struct piece *p,
+		   uint64_t addr, uint32_t count, struct pg_sym *out)
+{
+	fill(s, sp, p, addr, out);
+	fill_line(s, &sp->pls[p->pl], out);
+	out->reused = count - 1;
+}
+
 static int lookup(pg_symbolizer *s, struct space *sp, uint64_t addr, uint64_t time,
 		  struct pg_sym *out)
 {
-	struct stab q = { .addr = addr, .time = time };
-	size_t lo = 0, hi;
+	const struct piece *p;
+	uint32_t count;
 	int ret;
 
 	if (!sp->frozen && (ret = pg_symbolizer_freeze(s)) < 0)
 		return ret;
-	/* the segment holding addr */
-	hi = sp->nsegs;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (sp->seg_start[mid] <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo || !sp->seg_count[lo - 1])
+	p = find(sp, addr, time, &count);
+	if (!p)
 		return 0;
-	if (time == PG_SYM_TIME_END) {
-		if (sp->seg_live[lo - 1] == NIL)
-			return 0;
-		q.hit = &sp->pieces[sp->seg_live[lo - 1]];
-	} else {
-		stab(sp, 0, sp->npieces, &q);
-		if (!q.hit)
-			return 0;
-	}
-	fill(s, sp, q.hit, addr, out);
-	fill_line(s, &sp->pls[q.hit->pl], out);
-	out->reused = sp->seg_count[lo - 1] - 1;
+	answer(s, sp, p, addr, count, out);
 	return 1;
 }
 
@@ -855,32 +868,10 @@ int pg_symbolize_batch(pg_symbolizer *s, uint32_t pid, size_t n, const uint64_t 
 		uint32_t count[BATCH];
 
 		for (size_t i = 0; i < m; i++) {
-			uint64_t addr = addrs[b + i], t = times ? times[b + i] : PG_SYM_TIME_END;
-			size_t lo = 0, len = sp->nsegs;
-
-			/* branch-free search: the loads of the batch overlap */
-			while (len > 1) {
-				size_t half = len / 2;
-
-				lo = sp->seg_start[lo + half] <= addr ? lo + half : lo;
-				len -= half;
-			}
-			hit[i] = NULL;
-			count[i] = 0;
-			if (!sp->nsegs || sp->seg_start[lo] > addr || !sp->seg_count[lo])
-				continue;
-			count[i] = sp->seg_count[lo];
-			if (t == PG_SYM_TIME_END) {
-				if (sp->seg_live[lo] != NIL) {
-					hit[i] = &sp->pieces[sp->seg_live[lo]];
-					__builtin_prefetch(hit[i]);
-				}
-			} else {
-				struct stab q = { .addr = addr, .time = t };
-
-				stab(sp, 0, sp->npieces, &q);
-				hit[i] = q.hit;
-			}
+			hit[i] = find(sp, addrs[b + i], times ? times[b + i] : PG_SYM_TIME_END,
+				      &count[i]);
+			if (hit[i])
+				__builtin_prefetch(hit[i]);
 		}
 		for (size_t i = 0; i < m; i++)
 			if (hit[i])
@@ -898,9 +889,7 @@ int pg_symbolize_batch(pg_symbolizer *s, uint32_t pid, size_t n, const uint64_t 
 			found[b + i] = hit[i] != NULL;
 			if (!hit[i])
 				continue;
-			fill(s, sp, hit[i], addrs[b + i], &out[b + i]);
-			fill_line(s, &sp->pls[hit[i]->pl], &out[b + i]);
-			out[b + i].reused = count[i] - 1;
+			answer(s, sp, hit[i], addrs[b + i], count[i], &out[b + i]);
 		}
 	}
 	return 0;
@@ -912,6 +901,13 @@ bool pg_symbolizer_has_pid(const pg_symbolizer *s, uint32_t pid)
 		if (s->spaces[i].pid == pid)
 			return true;
 	return false;
+}
+
+size_t pg_symbolizer_pids(const pg_symbolizer *s, uint32_t *pids, size_t max)
+{
+	for (size_t i = 0; i < s->nspaces && i < max; i++)
+		pids[i] = s->spaces[i].pid;
+	return s->nspaces;
 }
 
 int pg_symbolizer_live(pg_symbolizer *s, uint32_t pid, uint64_t time,
