@@ -9,6 +9,7 @@
 
 #include <perfgraft/symbolize.h>
 #include "cli/cli.h"
+#include "symbolize/script.h"
 #include "util/util.h"
 
 static void do_help(FILE *f)
@@ -182,49 +183,10 @@ static void result(struct ctx *c, uint64_t addr, uint64_t time, int found,
 		text_result(c, addr, time, found, sym);
 }
 
-/* Parses one address (argument or stdin line); a malformed one is
- * reported, printed as ?? (output lines stay aligned with input lines),
- * and false returned.  where names the input in messages. */
-static bool parse_one(struct ctx *c, const char *s, size_t len, const char *where,
-		      uint64_t *addr, uint64_t *time)
-{
-	size_t at;
-	char *copy;
-
-	c->n++;
-	if (pg_sym_parse_addr(s, len, addr, time, &at) == 0)
-		return true;
-	copy = strndup(s, len > 200 ? 200 : len);
-	if (copy)
-		copy[strcspn(copy, "\r\n")] = 0;
-	c->bad++;
-	pg_warn(&c->diag, "%s: byte %zu: '%s' is not an address (hex, or hex@TIME)",
-		where, at, copy ? copy : "");
-	if (c->json)
-		json_result(c, 0, 0, 0, NULL, copy ? copy : "");
-	else
-		fputs_unlocked("??\t??\t??:0\n", c->out);
-	free(copy);
-	return false;
-}
-
-static int one(struct ctx *c, const char *s, size_t len, const char *where)
-{
-	uint64_t addr, time;
-	struct pg_sym sym;
-	int found;
-
-	if (!parse_one(c, s, len, where, &addr, &time))
-		return 0;
-	found = pg_symbolize(c->sym, c->pid, addr, time, &sym);
-	if (found < 0)
-		return found;
-	result(c, addr, time, found, &sym);
-	return 0;
-}
-
 #define CHUNK 256
 
+/* Addresses waiting to be looked up together (the library overlaps the
+ * lookups' memory accesses); answered in input order. */
 struct pending {
 	uint64_t addrs[CHUNK], times[CHUNK];
 	struct pg_sym syms[CHUNK];
@@ -247,42 +209,56 @@ static int flush_pending(struct ctx *c, struct pending *p)
 	return 0;
 }
 
-/* Bulk input: lines are looked up CHUNK at a time (the library overlaps
- * the lookups' memory accesses) and answered in input order. */
-static int from_stdin(struct ctx *c)
+/* One address (an argument, lineno 0, or a stdin line) for the batch.  A
+ * malformed one is reported and answered ?? in its place, after what came
+ * before it, so output lines stay aligned with input lines. */
+static int take(struct ctx *c, struct pending *p, const char *s, size_t len, uint64_t lineno)
 {
-	static struct pending p;
-	char *line = NULL, where[64];
+	size_t at;
+	char *copy;
+	int ret;
+
+	c->n++;
+	if (pg_sym_parse_addr(s, len, &p->addrs[p->n], &p->times[p->n], &at) == 0)
+		return ++p->n == CHUNK ? flush_pending(c, p) : 0;
+	if ((ret = flush_pending(c, p)) < 0)
+		return ret;
+	copy = strndup(s, len > 200 ? 200 : len);
+	if (copy)
+		copy[strcspn(copy, "\r\n")] = 0;
+	c->bad++;
+	if (lineno)
+		pg_warn(&c->diag, "stdin:%" PRIu64 ": byte %zu: '%s' is not an address (hex, or hex@TIME)",
+			lineno, at, copy ? copy : "");
+	else
+		pg_warn(&c->diag, "argument: byte %zu: '%s' is not an address (hex, or hex@TIME)",
+			at, copy ? copy : "");
+	if (c->json)
+		json_result(c, 0, 0, 0, NULL, copy ? copy : "");
+	else
+		fputs_unlocked("??\t??\t??:0\n", c->out);
+	free(copy);
+	return 0;
+}
+
+static int from_stdin(struct ctx *c, struct pending *p)
+{
+	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
-	uint64_t lineno = 0, a, t;
+	uint64_t lineno = 0;
 	int ret = 0;
 
 	while (ret >= 0 && (n = getline(&line, &cap, stdin)) > 0) {
-		size_t i = 0, at;
+		size_t i = 0;
 
 		lineno++;
 		while (i < (size_t)n && (line[i] == ' ' || line[i] == '\t' ||
 					 line[i] == '\n' || line[i] == '\r'))
 			i++;
-		if (i == (size_t)n)
-			continue;	/* blank line */
-		if (pg_sym_parse_addr(line, (size_t)n, &a, &t, &at) < 0) {
-			/* answered in its place, after what came before it */
-			if ((ret = flush_pending(c, &p)) < 0)
-				break;
-			snprintf(where, sizeof(where), "stdin:%" PRIu64, lineno);
-			parse_one(c, line, (size_t)n, where, &a, &t);
-			continue;
-		}
-		c->n++;
-		p.addrs[p.n] = a;
-		p.times[p.n] = t;
-		if (++p.n == CHUNK)
-			ret = flush_pending(c, &p);
+		if (i < (size_t)n)	/* blank lines are skipped */
+			ret = take(c, p, line, (size_t)n, lineno);
 	}
-	if (ret >= 0)
-		ret = flush_pending(c, &p);
 	free(line);
 	return ret;
 }
@@ -307,26 +283,16 @@ struct script {
  * at the end of a sample line (-G, or a recording without -g). */
 static void learn_symoff(struct script *sc, const char *l, size_t n)
 {
-	size_t end = n, k, sym_end;
-	int depth = 0;
+	size_t end = n, open, sym_end;
 	const char *p;
 
 	if (sc->symoff != SYMOFF_AUTO || sc->symoff_seen)
 		return;
 	while (end && (l[end - 1] == '\n' || l[end - 1] == '\r' || l[end - 1] == ' '))
 		end--;
-	if (!end || l[end - 1] != ')')
+	if (!pg_script_dso(l, end, &open) || open < 2)
 		return;
-	/* the DSO's '(', matched from the end (names hold "(deleted)") */
-	for (k = end; k-- > 0;) {
-		if (l[k] == ')')
-			depth++;
-		else if (l[k] == '(' && --depth == 0)
-			break;
-	}
-	if (depth || k == (size_t)-1 || k < 2 || l[k - 1] != ' ')
-		return;
-	sym_end = k - 1;
+	sym_end = open - 1;
 	if (sym_end >= 9 && !memcmp(l + sym_end - 9, "[unknown]", 9))
 		return;
 	sc->symoff_seen = true;
@@ -559,10 +525,14 @@ int cmd_symbolize(int argc, char **argv)
 	if (script) {
 		ret = perf_script(&sc);
 	} else {
+		static struct pending pend;
+
 		for (size_t i = 0; i < naddrs && ret >= 0; i++)
-			ret = one(&c, addrs[i], strlen(addrs[i]), "argument");
+			ret = take(&c, &pend, addrs[i], strlen(addrs[i]), 0);
 		if (ret >= 0 && use_stdin)
-			ret = from_stdin(&c);
+			ret = from_stdin(&c, &pend);
+		if (ret >= 0)
+			ret = flush_pending(&c, &pend);
 	}
 	if (ret < 0) {
 		cli_error("%s", c.diag.err);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include <perfgraft/symbolize.h>
+#include "symbolize/script.h"
 
 static bool blank(char c)
 {
@@ -183,6 +184,23 @@ static bool parse_header(const char *s, size_t len, struct pg_script_line *out)
 	return false;
 }
 
+bool pg_script_dso(const char *s, size_t end, size_t *open)
+{
+	int depth = 0;
+
+	if (!end || s[end - 1] != ')')
+		return false;
+	for (size_t k = end; k-- > 0;) {
+		if (s[k] == ')')
+			depth++;
+		else if (s[k] == '(' && --depth == 0) {
+			*open = k;
+			return k >= 1 && s[k - 1] == ' ';
+		}
+	}
+	return false;
+}
+
 /* "<hex> [unknown]" with an optional " (DSO)" ending the line. */
 static bool parse_frame(const char *s, size_t len, struct pg_script_line *out)
 {
@@ -193,20 +211,9 @@ static bool parse_frame(const char *s, size_t len, struct pg_script_line *out)
 	while (end && blank(s[end - 1]))
 		end--;
 	if (end && s[end - 1] == ')') {
-		/* the DSO: back to its matching '(' (names may hold "(deleted)") */
-		size_t k = end - 1;
-		int depth = 0;
+		size_t k;
 
-		for (;;) {
-			if (s[k] == ')')
-				depth++;
-			else if (s[k] == '(' && --depth == 0)
-				break;
-			if (!k)
-				return false;
-			k--;
-		}
-		if (k < 1 || s[k - 1] != ' ')
+		if (!pg_script_dso(s, end, &k))
 			return false;
 		out->has_dso = true;
 		out->dso_at = k + 1;
