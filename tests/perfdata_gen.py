@@ -347,7 +347,12 @@ def event_desc(bo, attrs):
     return out
 
 
-def compressed_feature(bo, mmap_len=528384):
+# perf record's mmap_len with its default 128-page ring buffer: (128 + 1)
+# pages of 4 KiB, the same value `perf record -z` writes on this machine
+PERF_MMAP_LEN = 528384
+
+
+def compressed_feature(bo, mmap_len=PERF_MMAP_LEN):
     # ver, type (1 = zstd), level, ratio, mmap_len
     return struct.pack(bo + "IIIII", 1, 1, 3, 4, mmap_len)
 
@@ -869,7 +874,7 @@ def make_case(outdir, name, bo="<", pipe=False, attr_size=128, two_attrs=True,
               compressed=False, frames=1, extras=False, use_clockid=True,
               jitdump="write", features=True, tracing=True, unknown_feature=None,
               header_features=None, end_marker=False, be_flags_as_u64=False,
-              sample_id_all=True, ids=True, anon=False):
+              sample_id_all=True, ids=True, anon=False, comp_mmap_len=PERF_MMAP_LEN):
     """Writes OUTDIR/NAME.data (and OUTDIR/jit-PID.dump unless jitdump is
     "missing"; "none" writes no marker at all).
 
@@ -889,6 +894,8 @@ def make_case(outdir, name, bo="<", pipe=False, attr_size=128, two_attrs=True,
     single event in file mode).
     anon: two exec //anon maps of the JIT pid, one before the first LOAD
     (kept by inject) and one after it (dropped: the images replace it).
+    comp_mmap_len: the COMPRESSED feature's mmap_len (the bound on what
+    one COMPRESSED record may decompress to).
 
     The returned Case says whether perf 6.1 can read the file (perf_ok)."""
     os.makedirs(outdir, exist_ok=True)
@@ -922,7 +929,7 @@ def make_case(outdir, name, bo="<", pipe=False, attr_size=128, two_attrs=True,
                 b.feature(UNKNOWN_FEATURE_BIT, b"future feature body \x01\x02\x03\x04")
         b.feat_build_ids([(FAKE_BUILD_ID, LIBC_PATH)])
     if compressed and header_features:
-        b.feature(FEAT_COMPRESSED, compressed_feature(bo))
+        b.feature(FEAT_COMPRESSED, compressed_feature(bo, comp_mmap_len))
 
     t = T0
     sid_b = attrs[1].ids[0] if two_attrs else (attrs[0].ids[1] if ids else None)
@@ -987,6 +994,80 @@ def make_case(outdir, name, bo="<", pipe=False, attr_size=128, two_attrs=True,
                 dump_path=dump_path, marker=marker, funcs=funcs,
                 use_clockid=use_clockid, tracing=tracing, features=features,
                 perf_ok=perf_ok, jit_ok=jit_ok, anon=anon_recs)
+
+
+def container_sizes(case):
+    """[(COMPRESSED record, bytes its zstd frame decompresses to)] of a
+    make_case() file, in file order."""
+    return [(r, len(zstd_decompress(r.data[8:]))) for r in case.builder.records
+            if r.role == "container"]
+
+
+# ---------------------------------------------------------------------------
+# hostile COMPRESSED records: zstd RLE blocks (issue 12, point 7)
+
+ZSTD_MAGIC = 0xFD2FB528
+ZSTD_BLOCK_MAX = 128 * 1024
+# the most 4-byte RLE blocks one COMPRESSED record holds: 8-byte record
+# header, 6-byte frame header, then the blocks, under the u16 record size
+RLE_BLOCKS_MAX = (0xFFFF - 8 - 6) // 4
+
+
+def zstd_rle_frame(blocks, byte=0x08):
+    """A zstd frame written by hand (RFC 8878): no content size, a 128 KiB
+    window, then one RLE block per entry of `blocks` (its regenerated
+    size, at most 128 KiB), 4 bytes each; the last one ends the frame.
+    Decompresses to sum(blocks) copies of `byte`: 32,768 times its size."""
+    if not blocks:
+        raise ValueError("a frame needs a block")
+    # Frame_Header_Descriptor 0 (one Window_Descriptor byte follows);
+    # Window_Descriptor: exponent 7, mantissa 0 = 2^17 bytes
+    out = struct.pack("<IBB", ZSTD_MAGIC, 0x00, 7 << 3)
+    for i, n in enumerate(blocks):
+        if not 0 < n <= ZSTD_BLOCK_MAX:
+            raise ValueError("RLE block of %d bytes" % n)
+        last = 1 if i == len(blocks) - 1 else 0
+        hdr = last | (1 << 1) | (n << 3)            # Block_Type 1 = RLE
+        out += struct.pack("<I", hdr)[:3] + bytes([byte])
+    return out
+
+
+def rle_blocks(total):
+    """Block sizes adding up to `total` bytes, 128 KiB each but the last."""
+    full, rest = divmod(total, ZSTD_BLOCK_MAX)
+    return [ZSTD_BLOCK_MAX] * full + ([rest] if rest else [])
+
+
+def hostile_rle_case(path, bo="<", pipe=False, outputs=None, mmap_len=PERF_MMAP_LEN,
+                     feature=True, byte=0x08):
+    """A perf.data whose COMPRESSED records are zstd RLE blocks: one COMM,
+    then one COMPRESSED record per entry of `outputs` (the bytes it
+    decompresses to; default: one record holding RLE_BLOCKS_MAX blocks of
+    128 KiB, 2,146,959,360 bytes from a 65,534-byte record), then a COMM.
+    The decompressed bytes are all `byte`: records of type and size
+    byte * 0x0101 (2056 for 0x08), an unknown type, passed through.
+    feature: the COMPRESSED feature with mmap_len (a HEADER_FEATURE record
+    in a pipe).  Returns the builder; .containers lists the COMPRESSED
+    records (offsets set) with .output (bytes each decompresses to)."""
+    if outputs is None:
+        outputs = [RLE_BLOCKS_MAX * ZSTD_BLOCK_MAX]
+    b = PerfDataBuilder(bo=bo, pipe=pipe, attrs=[Attr(ids=[101])])
+    b.feat_string(FEAT_HOSTNAME, "perfgraft-test-host")
+    if feature:
+        b.feature(FEAT_COMPRESSED, compressed_feature(bo, mmap_len))
+    b.comm(PID, PID, "node", T0 + 1000)
+    b.containers = []
+    for n in outputs:
+        frame = zstd_rle_frame(rle_blocks(n), byte)
+        if 8 + len(frame) > 0xFFFF:
+            raise ValueError("%d bytes do not fit one record as RLE blocks" % n)
+        c = Rec(PERF_RECORD_COMPRESSED, 0, frame, bo=bo, role="container")
+        c.output = n
+        b.stream.append(c)
+        b.containers.append(c)
+    b.comm(PID, PID + 1, "worker", T0 + 2000)
+    b.write(path)
+    return b
 
 
 def jit_ok_for(jitdump, use_clockid, attr_size):

@@ -37,6 +37,12 @@ feature bit 40, two attrs with IDENTIFIER and ids arrays.
                 warning naming the dump, everything else still there.
   Streams       pipe-mode input read from a real pipe (-i -) and written to
                 stdout (-o -).
+  Bounds        a COMPRESSED record decompresses to at most the COMPRESSED
+                feature's mmap_len (8 MiB without one): a zstd "bomb" of RLE
+                blocks (65 KB -> 2.1 GB) is an error naming the file and the
+                record's offset, with bounded RSS and output; the bound is
+                exact; memory stays flat when a record legitimately
+                decompresses to hundreds of MB; in-band attrs are capped.
 
 Binary under test: $PERFGRAFT (default build/perfgraft); perf: $PERF
 (default perf), always run with --buildid-dir TMP/debug.  Files live in
@@ -1012,6 +1018,186 @@ class Shapes(TmpDirCase):
         for g, w in zip(got, want):
             self.assertEqual(record_bytes(r.data, g), w.data)
         self.assertEqual(len([x for x in r.json["records"] if r.is_injected(x)]), 3)
+
+
+# ---------------------------------------------------------------------------
+# output and memory bounded by the input (issue 12, point 7)
+
+RSS_MAX_KB = 128 * 1024         # today's 2.1 GB; ~5 MB after (ASan: more)
+FSIZE_MAX = 64 << 20            # a run that writes more is killed (SIGXFSZ)
+
+
+def run_measured(cmd, stdin_data=None, cwd=None):
+    """Runs cmd under GNU time with its output files limited to FSIZE_MAX
+    bytes; returns (rc, stdout bytes, stderr text, peak RSS in KB).  (A
+    child forked from this process would count Python's own RSS: Linux
+    keeps the high-water mark across exec.)"""
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (FSIZE_MAX, FSIZE_MAX))
+
+    with tempfile.TemporaryFile() as so, tempfile.TemporaryFile() as se, \
+            tempfile.TemporaryFile() as si, tempfile.NamedTemporaryFile() as tm:
+        if stdin_data is not None:
+            si.write(stdin_data)
+            si.seek(0)
+        p = subprocess.run([GNU_TIME, "-q", "-o", tm.name, "-f", "%M"] + cmd,
+                           stdin=si if stdin_data is not None else subprocess.DEVNULL,
+                           stdout=so, stderr=se, cwd=cwd, preexec_fn=limit, timeout=TIMEOUT)
+        so.seek(0)
+        se.seek(0)
+        with open(tm.name) as f:
+            rss = int(f.read().split()[-1])
+        return p.returncode, so.read(), se.read().decode("utf-8", "replace"), rss
+
+
+GNU_TIME = "/usr/bin/time"
+
+
+class Bounds(TmpDirCase):
+    @classmethod
+    def setUpClass(cls):
+        if not os.access(GNU_TIME, os.X_OK):
+            raise unittest.SkipTest("GNU time (%s) is needed to measure RSS" % GNU_TIME)
+        super().setUpClass()
+
+    def msg(self, path, off, limit, feature=True):
+        if feature:
+            return ("perfgraft: %s: offset %d: COMPRESSED record decompresses to more than "
+                    "%d bytes, the mmap_len of the COMPRESSED feature\n" % (path, off, limit))
+        return ("perfgraft: %s: offset %d: COMPRESSED record decompresses to more than "
+                "%d bytes (the bound used when the header gives no mmap_len)\n"
+                % (path, off, limit))
+
+    def assertBounded(self, what, rc, out, err, rss, want_err):
+        self.assertEqual(rc, 1, "%s: exit %d, want 1\n%s" % (what, rc, err[-2000:]))
+        self.assertIn(want_err, err, what)
+        self.assertLess(rss, RSS_MAX_KB, "%s: peak RSS %d KB" % (what, rss))
+        self.assertLess(len(out), 1 << 20, "%s: %d bytes on stdout" % (what, len(out)))
+
+    def check_bomb(self, name, want, **kw):
+        """dump and inject of a hostile_rle_case file fail with `want`
+        (a function of the path shown) in bounded memory, leaving nothing."""
+        d = os.path.join(self.tmp, name)
+        os.makedirs(d)
+        path = os.path.join(d, "bomb.data")
+        b = G.hostile_rle_case(path, **kw)
+        self.assertLess(os.path.getsize(path), 70_000)
+        c = b.containers[0]
+        rc, out, err, rss = run_measured([PERFGRAFT, "dump", path])
+        info("%s: dump exit %d, peak RSS %d KB, %d bytes out" % (name, rc, rss, len(out)))
+        self.assertBounded("dump " + name, rc, out, err, rss, want(path, c.offset))
+        out_path = os.path.join(d, "out.data")
+        rc, out, err, rss = run_measured([PERFGRAFT, "inject", "-q", "-i", path, "-o", out_path],
+                                         cwd=d)
+        info("%s: inject exit %d, peak RSS %d KB" % (name, rc, rss))
+        self.assertBounded("inject " + name, rc, out, err, rss, want(path, c.offset))
+        self.assertEqual(sorted(os.listdir(d)), ["bomb.data"], "left behind by inject")
+        if kw.get("pipe"):
+            with open(path, "rb") as f:
+                data = f.read()
+            rc, out, err, rss = run_measured([PERFGRAFT, "dump", "-"], stdin_data=data)
+            self.assertBounded("dump - <" + name, rc, out, err, rss, want("<stdin>", c.offset))
+
+    def test_rle_bomb_capped_at_mmap_len(self):
+        """The issue's file: one COMPRESSED record of 16,380 RLE blocks,
+        2,146,959,360 bytes from 65,534; perf record's mmap_len 528,384."""
+        lim = G.PERF_MMAP_LEN
+        self.check_bomb("file", lambda p, o: self.msg(p, o, lim))
+        self.check_bomb("file-be", lambda p, o: self.msg(p, o, lim), bo=">")
+        self.check_bomb("pipe", lambda p, o: self.msg(p, o, lim), pipe=True)
+
+    def test_rle_bomb_without_mmap_len(self):
+        """No COMPRESSED feature, or mmap_len 0 (perf 6.1 then decompresses
+        nothing): an 8 MiB bound."""
+        lim = 8 << 20
+        self.check_bomb("nofeat", lambda p, o: self.msg(p, o, lim, False), feature=False)
+        self.check_bomb("nofeat-pipe", lambda p, o: self.msg(p, o, lim, False), feature=False,
+                        pipe=True)
+        self.check_bomb("mmap-len-0", lambda p, o: self.msg(p, o, lim, False), mmap_len=0)
+
+    def test_bound_is_exact(self):
+        """Real zstd frames (records spanning two COMPRESSED records): an
+        mmap_len equal to the largest record's output reads; one byte less
+        is an error at that record.  A record's bound does not count the
+        bytes carried over from the one before (perf: decomp_len +=
+        last_rem): RLE records each exactly at the bound read."""
+        for name in ("file-le-comp2", "pipe-le-comp"):
+            kw = G.STANDARD_CASES[name]
+            # same-length directories: the marker's path is in a record
+            c = G.make_case(os.path.join(self.tmp, "sz-" + name), name, **kw)
+            sizes = G.container_sizes(c)
+            self.assertEqual(len(sizes), 2)
+            big, n = max(sizes, key=lambda x: x[1])
+            for lim, ok in ((n, True), (n - 1, False)):
+                with self.subTest(case=name, mmap_len=lim):
+                    c = G.make_case(os.path.join(self.tmp, "%s-%s" % ("ok" if ok else "no", name)),
+                                    name, comp_mmap_len=lim, **kw)
+                    self.assertEqual([x[1] for x in G.container_sizes(c)],
+                                     [x[1] for x in sizes])
+                    r = inject(c)
+                    if ok:
+                        self.assertEqual(r.rc, 0, r.where())
+                        got = [x for x in r.json["records"] if not r.is_injected(x)]
+                        want = c.builder.expected_passthrough()
+                        self.assertEqual([(x["type"], x["size"]) for x in got],
+                                         [(x.type, x.size) for x in want])
+                    else:
+                        self.assertEqual(r.rc, 1, r.where())
+                        self.assertIn(self.msg(c.path, big.offset, lim), r.stderr)
+                        self.assertFalse(os.path.exists(r.out))
+        # RLE: 3 records of exactly mmap_len bytes; 2056-byte records span them
+        lim = 4 * 128 * 1024
+        path = os.path.join(self.tmp, "rle-exact.data")
+        G.hostile_rle_case(path, outputs=[lim] * 3, mmap_len=lim)
+        dj = dump_json(path)
+        self.assertEqual(dj["_rc"], 0)
+        junk = [x for x in dj["records"] if x["type"] == 0x08080808]
+        self.assertEqual(len(junk), 3 * lim // 0x808)
+        self.assertEqual({x["size"] for x in junk}, {0x808})
+        G.hostile_rle_case(path, outputs=[lim, lim + 1, lim], mmap_len=lim)
+        rc, out, err = run([PERFGRAFT, "dump", path])
+        self.assertEqual(rc, 1, err)
+        off = 304 + 8 + 6 + 4 * 4          # header..COMM, then the first record
+        self.assertIn(self.msg(path, off, lim), err)
+
+    def test_memory_flat_for_a_large_record(self):
+        """A record within a huge mmap_len (u32: up to 4 GiB) that
+        decompresses to 268 MB: read a window at a time, not whole."""
+        path = os.path.join(self.tmp, "large.data")
+        total = 2048 * G.ZSTD_BLOCK_MAX
+        G.hostile_rle_case(path, outputs=[total], mmap_len=0xFFFFFFFF)
+        rc, out, err, rss = run_measured([PERFGRAFT, "dump", "--json", path])
+        info("large record: dump --json exit %d, peak RSS %d KB" % (rc, rss))
+        self.assertEqual(rc, 0, err[-2000:])
+        self.assertLess(rss, RSS_MAX_KB, "peak RSS %d KB" % rss)
+
+    def test_inband_attrs_capped(self):
+        """HEADER_ATTR records repeat cheaply inside compressed data (20 MB
+        of them from a few KB) and are all kept: more than 16 MiB of them
+        is an error at the record that passes it."""
+        d = os.path.join(self.tmp, "attrs")
+        os.makedirs(d)
+        b = G.PerfDataBuilder(attrs=[G.Attr(ids=[101])])
+        b.feat_string(G.FEAT_HOSTNAME, "h")
+        b.feature(G.FEAT_COMPRESSED, G.compressed_feature("<", 64 << 20))
+        b.comm(G.PID, G.PID, "node", G.T0 + 1000)
+        a = G.Attr(config=2, ids=[], name="x").raw("<")
+        nids = (0xFFF8 - 8 - len(a)) // 8
+        body = a + b"".join(struct.pack("<Q", 1000 + i) for i in range(nids))
+        rec = G.Rec(G.PERF_RECORD_HEADER_ATTR, 0, body)
+        n = (20 << 20) // rec.size
+        frame = G.zstd_compress(rec.data * n, 19)
+        self.assertLess(len(frame), 0xFFF0)
+        c = G.Rec(G.PERF_RECORD_COMPRESSED, 0, frame, role="container")
+        b.stream.append(c)
+        path = os.path.join(d, "attrs.data")
+        b.write(path)
+        rc, out, err, rss = run_measured([PERFGRAFT, "dump", path])
+        self.assertEqual(rc, 1, err[-2000:])
+        self.assertIn("perfgraft: %s: offset %d: more than 16777216 bytes of HEADER_ATTR "
+                      "records\n" % (path, c.offset), err)
 
 
 # ---------------------------------------------------------------------------

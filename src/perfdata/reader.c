@@ -21,6 +21,18 @@
 #define PIPE_HDR 16
 #define ATTR_VER0 64
 #define MAX_EXTRA (1ull << 32)	/* a blob after a record larger than this is damage */
+#define EXTRA_STEP (1u << 20)	/* a streamed blob is read (and its buffer grown) this much at a time */
+#define REC_MAX 65535u		/* u16 header.size */
+/* Bound on what one COMPRESSED record may decompress to when the header
+ * gives none (no COMPRESSED feature, or mmap_len 0; perf 6.1 then
+ * decompresses nothing).  perf record writes at most its ring buffer
+ * (mmap_len, 528,384 bytes by default) per record; 8 MiB is 16 times
+ * that and far above the 64 KiB x zstd ratio a real record holds. */
+#define ZLIMIT_DEFAULT (8ull << 20)
+/* In-band attrs (HEADER_ATTR records) are kept for the whole walk: bound
+ * their bytes, since compressed data can repeat them cheaply.  A real
+ * pipe holds a few events with ids per CPU: kilobytes. */
+#define INBAND_ATTR_MAX (16u << 20)
 
 struct pg_perfdata {
 	char *name;
@@ -46,11 +58,23 @@ struct pg_perfdata {
 	struct pg_pd_time_conv tc;
 	bool have_tc;
 
-	/* decompression of PERF_RECORD_COMPRESSED */
+	size_t inband_bytes;	/* raw + ids bytes of the in-band attrs */
+
+	/* decompression of PERF_RECORD_COMPRESSED, a window at a time: zbuf
+	 * (fixed size) holds [zhead, zlen) not yet returned, at most one
+	 * unfinished record plus one zstd output block, so memory does not
+	 * depend on what a record decompresses to */
 	ZSTD_DStream *zd;
-	uint8_t *zbuf;		/* decompressed bytes not yet returned */
+	uint8_t *zbuf;
 	size_t zlen, zhead, zcap;
 	uint64_t zoff;		/* offset of the COMPRESSED record, for messages */
+	const uint8_t *zsrc;	/* its zstd bytes (NULL: none being read) */
+	size_t zsrc_len, zsrc_pos;
+	uint64_t zrec_out;	/* bytes it decompressed to so far */
+	uint64_t zlimit;	/* bound on zrec_out: mmap_len, as perf */
+	uint64_t zlimit_hdr;	/* the bound the file header gives */
+	bool zlimit_default;	/* no mmap_len seen: ZLIMIT_DEFAULT */
+	bool zlimit_hdr_default;
 };
 
 uint16_t pg_pd_u16(const pg_perfdata *pd, const void *p)
@@ -184,6 +208,17 @@ static bool in_file(const pg_perfdata *pd, uint64_t off, uint64_t len)
 	return off <= pd->size && len <= pd->size - off;
 }
 
+/* The COMPRESSED feature body: u32 version, type, level, ratio, mmap_len.
+ * perf decompresses each record into an mmap_len buffer; so do we, with
+ * a default when it is missing or 0. */
+static void set_zlimit(pg_perfdata *pd, const uint8_t *body, uint64_t size)
+{
+	uint32_t len = size >= 20 ? pg_pd_u32(pd, body + 16) : 0;
+
+	pd->zlimit = len ? len : ZLIMIT_DEFAULT;
+	pd->zlimit_default = !len;
+}
+
 static int parse_file_header(pg_perfdata *pd)
 {
 	const uint8_t *h = pd->base;
@@ -302,13 +337,17 @@ static int parse_file_header(pg_perfdata *pd)
 		pd->feats[pd->nfeats].data = pd->base + off;
 		pd->feats[pd->nfeats].size = sz;
 		pd->nfeats++;
+		if (bit == PG_FEAT_COMPRESSED)
+			set_zlimit(pd, pd->base + off, sz);
 	}
+	pd->zlimit_hdr = pd->zlimit;
+	pd->zlimit_hdr_default = pd->zlimit_default;
 	pd->pos = pd->data_off;
 	return 0;
 }
 
 /* Stream input: read exactly n bytes into *buf (grown as needed).
- * 1 read, 0 clean EOF before any byte, -1 EOF inside. */
+ * 1 read, 0 clean EOF before any byte, -1 EOF inside, -2 no memory. */
 static int read_full(pg_perfdata *pd, uint8_t **buf, size_t *cap, size_t at, size_t n)
 {
 	size_t got = 0;
@@ -323,6 +362,24 @@ static int read_full(pg_perfdata *pd, uint8_t **buf, size_t *cap, size_t at, siz
 		if (r <= 0)
 			return got || at ? -1 : 0;
 		got += (size_t)r;
+	}
+	return 1;
+}
+
+/* Stream input: the n-byte blob after a record into xbuf, grown as the
+ * bytes arrive, so that a length the stream does not back costs no
+ * memory.  1 read, -1 EOF inside (or before any byte), -2 no memory. */
+static int read_extra(pg_perfdata *pd, uint64_t n)
+{
+	uint64_t got = 0;
+
+	while (got < n) {
+		size_t k = n - got > EXTRA_STEP ? EXTRA_STEP : (size_t)(n - got);
+		int ret = read_full(pd, &pd->xbuf, &pd->xcap, (size_t)got, k);
+
+		if (ret != 1)
+			return ret == -2 ? -2 : -1;
+		got += k;
 	}
 	return 1;
 }
@@ -378,6 +435,8 @@ static int new_pd(const char *name, struct pg_diag *diag, pg_perfdata **out)
 	}
 	pd->diag = diag;
 	pd->fd = -1;
+	pd->zlimit = pd->zlimit_hdr = ZLIMIT_DEFAULT;
+	pd->zlimit_default = pd->zlimit_hdr_default = true;
 	*out = pd;
 	return 0;
 }
@@ -455,6 +514,10 @@ int pg_perfdata_rewind(pg_perfdata *pd)
 	pd->pos = pd->data_off;
 	pd->done = false;
 	pd->zlen = pd->zhead = 0;
+	pd->zsrc = NULL;
+	pd->zlimit = pd->zlimit_hdr;
+	pd->zlimit_default = pd->zlimit_hdr_default;
+	pd->inband_bytes = 0;
 	if (pd->zd)
 		ZSTD_initDStream(pd->zd);
 	/* attrs that came in HEADER_ATTR records are seen again */
@@ -605,51 +668,86 @@ static int next_decompressed(pg_perfdata *pd, struct pg_pd_rec *r)
 	return 1;
 }
 
-static int decompress(pg_perfdata *pd, const struct pg_pd_rec *r)
+/* Starts reading a COMPRESSED record: its records come out of
+ * zfill() a window at a time. */
+static int start_compressed(pg_perfdata *pd, const struct pg_pd_rec *r)
 {
 	size_t hdr = r->type == PG_PERF_RECORD_COMPRESSED2 ? 16 : 8;
-	ZSTD_inBuffer in;
 
 	if (r->size < hdr)
 		return pg_err(pd->diag, -EINVAL, "%s: offset %llu: COMPRESSED record too short",
 			      pd->name, (unsigned long long)r->offset);
-	in.src = r->data + hdr;
-	in.size = r->size - hdr;
-	if (r->type == PG_PERF_RECORD_COMPRESSED2) {
-		uint64_t dsz = pg_pd_u64(pd, r->data + 8);
-
-		if (dsz < in.size)
-			in.size = (size_t)dsz;
-	}
-	in.pos = 0;
 	if (!pd->zd) {
 		pd->zd = ZSTD_createDStream();
 		if (!pd->zd || ZSTD_isError(ZSTD_initDStream(pd->zd)))
 			return pg_err(pd->diag, -ENOMEM, "out of memory");
 	}
-	/* keep the unfinished tail of the previous chunk */
+	if (!pd->zbuf) {
+		/* an unfinished record (< REC_MAX) plus a full output block */
+		pd->zcap = REC_MAX + ZSTD_DStreamOutSize();
+		pd->zbuf = malloc(pd->zcap);
+		if (!pd->zbuf)
+			return pg_err(pd->diag, -ENOMEM, "out of memory");
+	}
+	pd->zsrc = r->data + hdr;
+	pd->zsrc_len = r->size - hdr;
+	if (r->type == PG_PERF_RECORD_COMPRESSED2) {
+		uint64_t dsz = pg_pd_u64(pd, r->data + 8);
+
+		if (dsz < pd->zsrc_len)
+			pd->zsrc_len = (size_t)dsz;
+	}
+	pd->zsrc_pos = 0;
+	pd->zrec_out = 0;
+	pd->zoff = r->offset;
+	return 0;
+}
+
+/* Decompresses more of the current COMPRESSED record into zbuf, after
+ * the unfinished record kept at its front.  Called only when zbuf holds
+ * no whole record, so that tail is under REC_MAX bytes and there is room
+ * for an output block.  The output of one record is capped at zlimit
+ * bytes: more is an error, and none of the excess is produced. */
+static int zfill(pg_perfdata *pd)
+{
+	ZSTD_inBuffer in = { pd->zsrc, pd->zsrc_len, pd->zsrc_pos };
+	ZSTD_outBuffer out;
+	size_t ret, before;
+	/* one byte past the bound tells a record that exceeds it */
+	uint64_t room = pd->zrec_out <= pd->zlimit ? pd->zlimit - pd->zrec_out + 1 : 1;
+
 	if (pd->zhead)
 		memmove(pd->zbuf, pd->zbuf + pd->zhead, pd->zlen - pd->zhead);
 	pd->zlen -= pd->zhead;
 	pd->zhead = 0;
-	pd->zoff = r->offset;
-	while (in.pos < in.size) {
-		ZSTD_outBuffer out;
-		size_t ret;
-
-		if (!pg_grow((void **)&pd->zbuf, &pd->zcap, pd->zlen + ZSTD_DStreamOutSize(), 1))
-			return pg_err(pd->diag, -ENOMEM, "out of memory");
-		out.dst = pd->zbuf;
-		out.size = pd->zcap;
-		out.pos = pd->zlen;
-		ret = ZSTD_decompressStream(pd->zd, &out, &in);
-		if (ZSTD_isError(ret))
-			return pg_err(pd->diag, -EINVAL, "%s: offset %llu: compressed data: %s",
-				      pd->name, (unsigned long long)r->offset, ZSTD_getErrorName(ret));
-		pd->zlen = out.pos;
-		if (!ret && in.pos < in.size)
-			ZSTD_initDStream(pd->zd);	/* a new frame follows */
+	out.dst = pd->zbuf;
+	out.size = pd->zcap;
+	out.pos = before = pd->zlen;
+	if (out.size - out.pos > room)
+		out.size = out.pos + (size_t)room;
+	ret = ZSTD_decompressStream(pd->zd, &out, &in);
+	if (ZSTD_isError(ret))
+		return pg_err(pd->diag, -EINVAL, "%s: offset %llu: compressed data: %s",
+			      pd->name, (unsigned long long)pd->zoff, ZSTD_getErrorName(ret));
+	pd->zrec_out += out.pos - before;
+	if (pd->zrec_out > pd->zlimit) {
+		if (pd->zlimit_default)
+			return pg_err(pd->diag, -EINVAL, "%s: offset %llu: COMPRESSED record decompresses to more than %llu bytes (the bound used when the header gives no mmap_len)",
+				      pd->name, (unsigned long long)pd->zoff,
+				      (unsigned long long)pd->zlimit);
+		return pg_err(pd->diag, -EINVAL, "%s: offset %llu: COMPRESSED record decompresses to more than %llu bytes, the mmap_len of the COMPRESSED feature",
+			      pd->name, (unsigned long long)pd->zoff, (unsigned long long)pd->zlimit);
 	}
+	if (in.pos == pd->zsrc_pos && out.pos == before && in.pos < in.size)
+		return pg_err(pd->diag, -EINVAL, "%s: offset %llu: compressed data: no progress",
+			      pd->name, (unsigned long long)pd->zoff);
+	pd->zsrc_pos = in.pos;
+	pd->zlen = out.pos;
+	if (!ret && in.pos < in.size)
+		ZSTD_initDStream(pd->zd);	/* a new frame follows */
+	/* done when the input is used up and zstd had room to flush it all */
+	if (in.pos == in.size && out.pos < out.size)
+		pd->zsrc = NULL;
 	return 0;
 }
 
@@ -702,9 +800,14 @@ static int next_raw(pg_perfdata *pd, struct pg_pd_rec *r)
 				      pd->name, (unsigned long long)off, type, (unsigned long long)n);
 		if (pd->fd >= 0) {
 			/* the record buffer must survive: read the blob elsewhere */
-			int ret = read_full(pd, &pd->xbuf, &pd->xcap, 0, (size_t)n);
+			int ret = read_extra(pd, n);
 
-			if (ret != 1 && n)
+			if (ret == -2) {
+				pd->done = true;
+				return pg_err(pd->diag, -ENOMEM, "%s: offset %llu: out of memory for a %llu-byte payload",
+					      pd->name, (unsigned long long)off, (unsigned long long)n);
+			}
+			if (ret != 1)
 				goto truncated;
 			r->extra = pd->xbuf;
 		} else {
@@ -735,8 +838,11 @@ int pg_perfdata_next(pg_perfdata *pd, struct pg_pd_rec *r)
 
 		if (pd->zlen > pd->zhead) {
 			ret = next_decompressed(pd, r);
-			if (ret < 0)
+			if (ret < 0) {
+				pd->done = true;
+				pd->zsrc = NULL;
 				return ret;
+			}
 			if (ret && (r->type == PG_PERF_RECORD_COMPRESSED ||
 				    r->type == PG_PERF_RECORD_COMPRESSED2)) {
 				pg_warn(pd->diag, "%s: offset %llu: a COMPRESSED record inside compressed data; skipped",
@@ -745,6 +851,14 @@ int pg_perfdata_next(pg_perfdata *pd, struct pg_pd_rec *r)
 			}
 			if (ret)
 				goto got;
+		}
+		if (pd->zsrc) {
+			ret = zfill(pd);
+			if (ret < 0) {
+				pd->done = true;
+				return ret;
+			}
+			continue;
 		}
 		if (pd->done)
 			return 0;
@@ -757,7 +871,7 @@ int pg_perfdata_next(pg_perfdata *pd, struct pg_pd_rec *r)
 			return ret;
 		}
 		if (r->type == PG_PERF_RECORD_COMPRESSED || r->type == PG_PERF_RECORD_COMPRESSED2) {
-			ret = decompress(pd, r);
+			ret = start_compressed(pd, r);
 			if (ret < 0) {
 				pd->done = true;
 				return ret;
@@ -775,6 +889,12 @@ got:
 				return pg_err(pd->diag, -EINVAL, "%s: offset %llu: HEADER_ATTR of %u bytes holds no %u-byte attr",
 					      pd->name, (unsigned long long)r->offset, r->size, asz);
 			}
+			pd->inband_bytes += r->size;
+			if (pd->inband_bytes > INBAND_ATTR_MAX) {
+				pd->done = true;
+				return pg_err(pd->diag, -EINVAL, "%s: offset %llu: more than %u bytes of HEADER_ATTR records",
+					      pd->name, (unsigned long long)r->offset, INBAND_ATTR_MAX);
+			}
 			ret = add_attr(pd, r->data + 8, asz, r->data + 8 + asz,
 				       (r->size - 8 - asz) / 8, r->offset);
 			if (ret) {
@@ -783,6 +903,9 @@ got:
 			}
 		} else if (r->type == PG_PERF_RECORD_TIME_CONV) {
 			parse_time_conv(pd, r);
+		} else if (r->type == PG_PERF_RECORD_HEADER_FEATURE && r->size >= 16 &&
+			   pg_pd_u64(pd, r->data + 8) == PG_FEAT_COMPRESSED) {
+			set_zlimit(pd, r->data + 16, r->size - 16u);	/* pipe mode */
 		}
 		decode_ids(pd, r);
 		return 1;
