@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,13 +14,17 @@
 #include <perfgraft/xray.h>
 #include "cli/cli.h"
 
+#define USAGE "usage: perfgraft dump [-v] [--json] [--time-order] FILE"
+
 static void do_help(FILE *f)
 {
-	fprintf(f, "usage: perfgraft dump [-v] [--json] [--time-order] FILE\n\n"
+	fprintf(f, USAGE "\n\n"
 		   "Prints FILE readably; the format is detected from its contents.\n"
 		   "Supported: jitdump (jit-PID.dump), perf.data (file or pipe mode, - for\n"
-		   "standard input), LLVM XRay traces (FDR 1-5, basic mode 1-3).\n\n"
-		   "  --json        one JSON object instead of text\n"
+		   "standard input), LLVM XRay traces (FDR 1-5, basic mode 1-3), gperftools\n"
+		   "CPU profiles.\n\n"
+		   "  --json        one JSON object instead of text (on failure too: its\n"
+		   "                \"error\" holds the message)\n"
 		   "  --time-order  XRay: function and event records only, each thread's\n"
 		   "                buffers in time order, threads merged by time\n"
 		   "  -v            print every warning (default: the first 20)\n"
@@ -231,6 +236,38 @@ static int dump_jitdump(const char *path, bool json, struct cli_warnings *w)
 	return 0;
 }
 
+/* A failure before any format's dumper runs: the message on stderr and,
+ * with --json, a JSON object holding it, so that stdout is never empty.
+ * Returns status. */
+static int fail(bool json, const char *path, int status, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int fail(bool json, const char *path, int status, const char *fmt, ...)
+{
+	struct cli_warnings none = { 0 };
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (json) {
+		printf("{\"format\":null,\"file\":");
+		if (path)
+			json_str(stdout, path);
+		else
+			printf("null");
+		printf(",");
+		json_warnings_error(stdout, &none, msg);
+		printf("}\n");
+		fflush(stdout);
+	}
+	if (status == EXIT_USAGE)
+		do_help(stderr);
+	else
+		cli_error("%s", msg);
+	return status;
+}
+
 int cmd_dump(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -242,23 +279,44 @@ int cmd_dump(int argc, char **argv)
 	};
 	struct cli_warnings w = { 0 };
 	unsigned char magic[4] = { 0 }, head[64];
-	bool json = false, time_order = false;
+	bool json = false, time_order = false, help = false;
+	char bad[256] = "";
 	int c, fd, ret;
 	ssize_t n;
 
+	/* every option is read before a usage error is reported, so that a
+	 * --json after the bad one still gets its JSON */
 	while ((c = getopt_long(argc, argv, "jvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = true; break;
 		case 't': time_order = true; break;
 		case 'v': w.verbose++; break;
-		case 'h': do_help(stdout); return 0;
-		default: do_help(stderr); return EXIT_USAGE;
+		case 'h': help = true; break;
+		default: {
+			/* what getopt said on stderr, for the JSON error */
+			const char *arg = argv[optind - 1];
+
+			if (bad[0])
+				break;
+			if (optopt && !strncmp(arg, "--", 2) && strchr(arg, '='))
+				snprintf(bad, sizeof(bad), "option '%s' doesn't allow an argument", arg);
+			else if (optopt)
+				snprintf(bad, sizeof(bad), "invalid option -- '%c'", optopt);
+			else
+				snprintf(bad, sizeof(bad), "unrecognized option '%s'", arg);
+			break;
+		}
 		}
 	}
-	if (optind + 1 != argc) {
-		do_help(stderr);
-		return EXIT_USAGE;
+	if (help && !bad[0]) {
+		do_help(stdout);
+		return 0;
 	}
+	if (bad[0])
+		return fail(json, NULL, EXIT_USAGE, "%s (" USAGE ")", bad);
+	if (optind + 1 != argc)
+		return fail(json, NULL, EXIT_USAGE, "%s (" USAGE ")",
+			    optind == argc ? "no FILE given" : "more than one FILE given");
 	w.collect = json;
 	if (!strcmp(argv[optind], "-")) {	/* a pipe: perf.data is what comes that way */
 		ret = dump_perfdata("-", json, &w);
@@ -267,11 +325,15 @@ int cmd_dump(int argc, char **argv)
 		return ret;
 	}
 	fd = open(argv[optind], O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		cli_error("%s: %s", argv[optind], strerror(errno));
-		return EXIT_BADINPUT;
-	}
+	if (fd < 0)
+		return fail(json, argv[optind], EXIT_BADINPUT, "%s: %s", argv[optind], strerror(errno));
 	n = read(fd, head, sizeof(head));
+	if (n < 0) {
+		int e = errno;
+
+		close(fd);
+		return fail(json, argv[optind], EXIT_BADINPUT, "%s: %s", argv[optind], strerror(e));
+	}
 	close(fd);
 	if (n >= 4)
 		memcpy(magic, head, 4);
@@ -298,7 +360,9 @@ int cmd_dump(int argc, char **argv)
 			return ret;
 		}
 	}
-	cli_error("%s: offset 0: unrecognized format (perfgraft dump reads jitdump, perf.data, XRay and gperftools CPU profile files)",
-		  argv[optind]);
-	return EXIT_BADINPUT;
+	if (n == 0)
+		return fail(json, argv[optind], EXIT_BADINPUT, "%s: offset 0: empty file", argv[optind]);
+	return fail(json, argv[optind], EXIT_BADINPUT,
+		    "%s: offset 0: unrecognized format (perfgraft dump reads jitdump, perf.data, XRay and gperftools CPU profile files)",
+		    argv[optind]);
 }
