@@ -4,7 +4,11 @@
 # on one large gperftools CPU profile over a real binary: by default
 # 1,000,000 records, 120,000 distinct stacks of 8-30 frames, about 167 MB,
 # over the 3,000 functions of gperf-big (built from the C bench/gperf-big.py
-# writes).  Target: at least 20x faster than pprof.
+# writes).  Target: at least 20x faster than pprof.  perfgraft runs twice:
+# as by default (the profile counts more ticks than --max-samples' default,
+# so one sample per distinct stack whose period carries its ticks), and in
+# the other form (one sample per tick: --max-samples TICKS), for the figures
+# of both; the target is for the default.
 #
 # usage: bench/bench-gperf.sh [RECORDS] [--stacks N] [--keep DIR]
 #                             [--no-reference]
@@ -42,7 +46,7 @@ funcs=${FUNCS:-3000}
 
 die() { echo "bench-gperf: $*" >&2; exit 2; }
 fail() { echo "bench-gperf: FAILED: $*" >&2; exit 1; }
-usage() { sed -n '9,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '13,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 records=1000000
 stacks=120000
@@ -136,28 +140,54 @@ libs=()
 warm() { cat "$prof" "$bin" "${libs[@]}" >/dev/null; }
 
 # ---- 2. perfgraft gperf --------------------------------------------------
-warm
-echo "bench-gperf: perfgraft gperf PROFILE -o out.data"
-if ! timed pg "$pg" gperf "$prof" -o "$tmp/out.data"; then
-	tail -n 20 "$logs/pg.err" >&2
-	fail "$pg gperf (exit status $(cat "$logs/pg.status"))"
-fi
-read -r pg_s pg_kb < <(times_of pg)
-sed -n '1,10s/^/bench-gperf:   /p' "$logs/pg.err"
-pg_out=$(stat -c %s "$tmp/out.data" 2>/dev/null || echo 0)
-awk -v b="$pg_out" 'BEGIN { printf "bench-gperf: perfgraft wrote %.1f MB\n", b / 1e6 }'
 # Its summary: "perfgraft: gperf: P: R records, N samples in S distinct
-# stacks, ... -> M samples of ...": all four must be what was written.
-summary=$(grep -m1 '^perfgraft: gperf: ' "$logs/pg.err" || true)
-[ -n "$summary" ] || fail "perfgraft printed no summary line"
-pg_records=$(sed -n 's/.*: \([0-9]*\) records, .*/\1/p' <<<"$summary")
-pg_samples=$(sed -n 's/.* records, \([0-9]*\) samples in .*/\1/p' <<<"$summary")
-pg_stacks=$(sed -n 's/.* samples in \([0-9]*\) distinct stacks.*/\1/p' <<<"$summary")
-pg_emitted=$(sed -n 's/.* -> \([0-9]*\) samples of .*/\1/p' <<<"$summary")
-[ "$pg_records" = "$exp_records" ] || fail "perfgraft counted ${pg_records:-?} records, the profile has $exp_records"
-[ "$pg_samples" = "$exp_samples" ] || fail "perfgraft counted ${pg_samples:-?} samples, the profile has $exp_samples"
-[ "$pg_stacks" = "$exp_stacks" ] || fail "perfgraft counted ${pg_stacks:-?} distinct stacks, the profile has $exp_stacks"
-[ "$pg_emitted" = "$exp_samples" ] || fail "perfgraft wrote ${pg_emitted:-?} samples, the profile has $exp_samples"
+# stacks, ... -> M samples of ...[, one per distinct stack weighted by its
+# ticks], ...": the first three must be what was written, M the ticks (one
+# sample per tick) or the stacks (one per stack).
+run_pg() { # NAME OUT FORM(default|tick|stack) [OPTION...]
+	local name=$1 out=$2 form=$3 summary got want
+	shift 3
+	warm
+	echo "bench-gperf: perfgraft gperf PROFILE -o $(basename "$out")${*:+ $*}"
+	if ! timed "$name" "$pg" gperf "$prof" -o "$out" "$@"; then
+		tail -n 20 "$logs/$name.err" >&2
+		fail "$pg gperf (exit status $(cat "$logs/$name.status"))"
+	fi
+	sed -n '1,10s/^/bench-gperf:   /p' "$logs/$name.err"
+	summary=$(grep -m1 '^perfgraft: gperf: ' "$logs/$name.err" || true)
+	[ -n "$summary" ] || fail "perfgraft printed no summary line"
+	got=$(sed -n 's/.*: \([0-9]*\) records, .*/\1/p' <<<"$summary")
+	[ "$got" = "$exp_records" ] || fail "perfgraft counted ${got:-?} records, the profile has $exp_records"
+	got=$(sed -n 's/.* records, \([0-9]*\) samples in .*/\1/p' <<<"$summary")
+	[ "$got" = "$exp_samples" ] || fail "perfgraft counted ${got:-?} samples, the profile has $exp_samples"
+	got=$(sed -n 's/.* samples in \([0-9]*\) distinct stacks.*/\1/p' <<<"$summary")
+	[ "$got" = "$exp_stacks" ] || fail "perfgraft counted ${got:-?} distinct stacks, the profile has $exp_stacks"
+	if grep -q ', one per distinct stack weighted by its ticks' <<<"$summary"; then
+		[ "$form" != tick ] || fail "perfgraft $* did not write one sample per tick"
+		form=stack want=$exp_stacks
+	else
+		[ "$form" != stack ] || fail "perfgraft $* did not write one sample per stack"
+		form=tick want=$exp_samples
+	fi
+	got=$(sed -n 's/.* -> \([0-9]*\) samples of .*/\1/p' <<<"$summary")
+	[ "$got" = "$want" ] || fail "perfgraft wrote ${got:-?} samples, expected $want (one per $form)"
+	echo "$form" >"$logs/$name.form"
+	awk -v b="$(stat -c %s "$out")" -v n="$got" -v f="$form" 'BEGIN {
+		printf "bench-gperf: perfgraft wrote %.1f MB (%d samples, one per %s)\n", b / 1e6, n, f }'
+}
+run_pg pg "$tmp/out.data" default
+read -r pg_s pg_kb < <(times_of pg)
+pg_form=$(cat "$logs/pg.form")
+pg_mb=$(stat -c %s "$tmp/out.data")
+# the other form
+if [ "$pg_form" = stack ]; then
+	run_pg pg2 "$tmp/out2.data" tick --max-samples "$exp_samples"
+else
+	run_pg pg2 "$tmp/out2.data" stack --max-samples 0
+fi
+read -r pg2_s pg2_kb < <(times_of pg2)
+pg2_form=$(cat "$logs/pg2.form")
+pg2_mb=$(stat -c %s "$tmp/out2.data")
 echo "bench-gperf: perfgraft's counts match the profile ($exp_records records, $exp_samples samples, $exp_stacks distinct stacks)"
 
 # ---- 3. google-pprof --text ----------------------------------------------
@@ -186,26 +216,29 @@ if [ "$reference" = 1 ]; then
 fi
 
 # ---- 4. summary ----------------------------------------------------------
-awk -v ref="$reference" -v pg_s="$pg_s" -v pg_kb="$pg_kb" \
+awk -v ref="$reference" -v pg_s="$pg_s" -v pg_kb="$pg_kb" -v pg_form="$pg_form" \
+    -v pg_b="$pg_mb" -v pg2_s="$pg2_s" -v pg2_kb="$pg2_kb" -v pg2_form="$pg2_form" -v pg2_b="$pg2_mb" \
     -v pp_s="${pp_s:-0}" -v pp_kb="${pp_kb:-0}" -v pp_st="$pp_st" -v pp_to="$pp_to" \
     -v pp_total="$pp_total" -v bytes="$prof_bytes" -v records="$exp_records" \
     -v samples="$exp_samples" -v stacks="$exp_stacks" -v depths="$depths" -v funcs="$funcs" \
     -v t_wall="$target_wall" '
 function mb(kb) { return kb * 1024 / 1e6 }
 function pm(ok) { return ok ? "PASS" : "MISS" }
-function row(name, s, kb, st, to) {
-	printf "%-28s %9s %12.1f %6s\n", name, sprintf("%s%.2f", to ? ">" : "", s), mb(kb), to ? "t/o" : st
+function row(name, s, kb, st, to, out) {
+	printf "%-34s %9s %12.1f %6s %9s\n", name, sprintf("%s%.2f", to ? ">" : "", s), mb(kb), \
+		to ? "t/o" : st, out == "" ? "" : sprintf("%.1f", out / 1e6)
 }
 BEGIN {
 	printf "\nprofile: %.1f MB, %d records, %d samples, %d distinct stacks of %s frames, over %d functions\n\n", \
 		bytes / 1e6, records, samples, stacks, depths, funcs
-	printf "%-28s %9s %12s %6s\n", "", "wall s", "peak RSS MB", "exit"
-	row("perfgraft gperf", pg_s, pg_kb, 0)
+	printf "%-34s %9s %12s %6s %9s\n", "", "wall s", "peak RSS MB", "exit", "output MB"
+	row("perfgraft gperf (one per " pg_form ")", pg_s, pg_kb, 0, 0, pg_b)
+	row("perfgraft gperf (one per " pg2_form ")", pg2_s, pg2_kb, 0, 0, pg2_b)
 	if (!ref) {
 		printf "\n(no ratios: pprof skipped)\n"
 		exit
 	}
-	row("google-pprof --text", pp_s, pp_kb, pp_st, pp_to)
+	row("google-pprof --text", pp_s, pp_kb, pp_st, pp_to, "")
 	# /usr/bin/time has 10 ms resolution: count a 0.00 s run as 0.01 s.
 	p = pg_s > 0 ? pg_s : 0.01
 	rw = pp_s / p; rr = pg_kb ? pp_kb / pg_kb : 0
@@ -222,6 +255,6 @@ BEGIN {
 		printf "pprof Total            MISMATCH (pprof %s samples, perfgraft %d)\n", pp_total == "" ? "no Total line:" : pp_total, samples
 }'
 if [ -n "$keep" ]; then
-	echo "bench-gperf: kept $tmp (gperf-big, gperf-big.c, gperf-big.prof, out.data, logs/)"
+	echo "bench-gperf: kept $tmp (gperf-big, gperf-big.c, gperf-big.prof, out.data, out2.data, logs/)"
 fi
 exit 0

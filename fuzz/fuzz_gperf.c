@@ -4,8 +4,9 @@
  * read from memory and every stack and mapping read back; then the input
  * is converted (as a file in the scratch directory) into perf.data on
  * /dev/null (written in place: no disk traffic, which had made a loaded
- * machine's write() outlast the fuzzer's timeout), with a small sample
- * budget so that a fuzzed count cannot run for ever. */
+ * machine's write() outlast the fuzzer's timeout), one sample per tick
+ * up to a small budget and one per distinct stack above it, so that both
+ * forms are exercised and a fuzzed count costs nothing. */
 #include <fcntl.h>
 #include <stdint.h>
 #include <unistd.h>
@@ -54,6 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				.profile = in, .output = "/dev/null", .pipe = pipe, .pid = -1,
 				.root = pipe ? fuzz_tmpdir : NULL,	/* no real files */
 				.max_samples = 64,	/* records can be 64 KiB each */
+				.weighted = pipe,	/* and per stack whatever the counts */
 			};
 
 			(void)pg_gperf_convert(&o, &diag, &st);

@@ -24,11 +24,15 @@ what `perfgraft dump --json` must report (contract of the converter):
   period 0 -> a warning; a record with depth > 254*4 or running past EOF ->
   warning naming the record's offset, everything before it kept, nothing
   after it (no trailer, no mappings); a record whose first PC is 0 but which
-  is not the exact trailer -> warning naming its offset, record skipped,
-  reading goes on; EOF at a record boundary without trailer -> warning
-  "no trailer"; the text after the trailer gives the mappings (every
-  /proc/maps-form line, `$build` substituted, " (deleted)" stripped with a
-  warning naming the path); other lines are ignored.
+  is not the exact trailer -> warning naming its offset, the data ends
+  there and the bytes after it are read as the mapped-objects text (as
+  perl pprof reads it); EOF at a record boundary without trailer ->
+  warning "no trailer"; the text after the trailer gives the mappings
+  (every /proc/maps-form line, `$build` substituted, " (deleted)" stripped
+  with a warning naming the path); other lines are ignored; a last line
+  without its newline was cut (gperftools ends every line with one): it
+  is not used, and a warning says the text is truncated, naming the
+  line's offset.
 
 Case.derive(n) gives the expectation for the file cut to its first n bytes
 (used by the truncation sweeps).  perl_model(data) re-implements perl
@@ -62,6 +66,7 @@ MAX_DEPTH = 254 * 4          # contract: deeper records are damage
 EXIT_BADINPUT = 1            # src/cli/cli.h (EXIT_USAGE is 2)
 HEADER_FATAL_RE = r"offset \d+"
 NO_TRAILER_RE = r"(?i)no trailer"
+MAPS_CUT_RE = r"mapped-objects text is truncated"
 
 
 # --------------------------------------------------------------------------
@@ -188,9 +193,7 @@ class Case:
           record may or may not be counted as read);
       warn: list of requirements, each ("offset", N) - a warning naming
           "offset N" -, ("re", pattern) or ("any", [req, req]);
-      clean: no warning at all allowed;
-      partial_map: the cut ends inside a text line, which may or may not
-          yield one more mapping (and warnings).
+      clean: no warning at all allowed.
     perl: (total, None) or (None, error) as perl pprof's model gives."""
 
     def __init__(self, name, data, bits, bo, header, items, text_lines,
@@ -231,7 +234,6 @@ class Case:
         self.cut = n
         self.warn = []
         self.clean = True
-        self.partial_map = False
         self.records_alt = set()
         self.json = {}
         self.fatal_offsets = None
@@ -298,13 +300,21 @@ class Case:
             self.warn.append(("re", NO_TRAILER_RE))
         mappings = []
         if zero_end is not None:
-            mappings = parse_maps_bytes(self.data[zero_end:n])
+            text = self.data[zero_end:n]
+            if text and not text.endswith(b"\n"):
+                cut = text.rfind(b"\n") + 1
+                self.warn += [("offset", zero_end + cut), ("re", MAPS_CUT_RE)]
+                text = text[:cut]
+            mappings = parse_maps_bytes(text)
         elif trailer:
             build = None
             for tl in self.text_lines:
-                if tl.end > n:
-                    if tl.offset < n:
-                        self.partial_map = True
+                if tl.offset >= n:
+                    break
+                if tl.end > n or not tl.text.endswith(b"\n"):
+                    # a last line without its newline was cut (gperftools
+                    # ends every line): not used, a warning naming it
+                    self.warn += [("offset", tl.offset), ("re", MAPS_CUT_RE)]
                     break
                 e = tl.entry
                 if isinstance(e, Build):
@@ -361,7 +371,6 @@ class Case:
                 "json": hexs(self.json),
                 "records_alt": sorted(self.records_alt),
                 "warn": self.warn, "clean": self.clean,
-                "partial_map": self.partial_map,
                 "records_at": [[it.kind, it.offset, it.size]
                                for it in self.items],
                 "perl_total": perl_total, "perl_error": perl_err,

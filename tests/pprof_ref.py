@@ -29,23 +29,39 @@ stderr).  Background: /work/shared/notes/gperftools-profile.md, sections 2-3.
                          "hot_inl (inline)").  Raises RefError if the
                          "Total: N samples" line is missing or a line does
                          not parse.
-    perf_report(data, buildid_dir, children=False, tmpdir=None, sort="sym")
+    perf_report(data, buildid_dir, children=False, tmpdir=None, sort="sym",
+                tick_ns=1)
                          -> PerfTable.  `perf --buildid-dir D report -i DATA
-                         --stdio -n --sort sym -g none --no-children` (flat:
-                         Samples column) or `--children` (cum: the Children
-                         percentage turned back into a sample count; the
-                         Samples column is the *self* count there).
-    parse_perf_report(text, children, dso=False) -> PerfTable.
-    perf_report_dso(data, buildid_dir, children=False, tmpdir=None)
+                         --stdio -n --show-total-period --sort sym -g none
+                         --no-children` (flat: the Period column in ticks of
+                         tick_ns) or `--children` (cum: the Children
+                         percentage of the total period turned back into
+                         ticks).  The Samples column (sample records, the
+                         *self* count in both) is kept apart: perfgraft
+                         writes one record per tick, or one per distinct
+                         stack whose period carries its ticks, and the
+                         periods are the same either way.
+    parse_perf_report(text, children, dso=False, tick_ns=1) -> PerfTable.
+    perf_report_dso(data, buildid_dir, children=False, tmpdir=None, tick_ns=1)
                          -> PerfTable  the same with `--sort dso,sym`; rows
                          are keyed by (dso, name), dso as perf prints it (the
                          file's base name, "[vdso]", "[unknown]").
-    perf_flat_cum(data, buildid_dir, tmpdir=None) -> (total, {name: (flat, cum)})
-                         both reports combined, keyed like
-                         pprof's table so a caller can compare per function.
-    perf_flat_cum_dso(data, buildid_dir, tmpdir=None)
+    perf_script_flat_cum(data, buildid_dir, tmpdir=None, tick_ns=1, dso=False)
+                         -> (total, {name: (flat, cum)}) in ticks, summed
+                         from every sample's period and call chain that
+                         `perf script -F period,ip,sym,dso` prints.
+    perf_flat_cum(data, buildid_dir, tmpdir=None, tick_ns=1)
+                         -> (total, {name: (flat, cum)}) in ticks: flat from
+                         the Period column; cum from the Children column
+                         while the total is under 10000 ticks, else from
+                         perf_script_flat_cum() after checking that perf
+                         report's Children percentages are those sums,
+                         rounded (and its flat periods the script's); keyed
+                         like pprof's table so a caller can compare per
+                         function.
+    perf_flat_cum_dso(data, buildid_dir, tmpdir=None, tick_ns=1)
                          -> (total, {(dso, name): (flat, cum)}) likewise
-                         from the two `--sort dso,sym` reports.
+                         with `--sort dso,sym`.
     perf_annotate(data, buildid_dir, symbol, tmpdir=None, keep=())
                          -> Annotation  `perf annotate --stdio -s SYMBOL`:
                          the sample count in its header and every (percent,
@@ -57,6 +73,9 @@ stderr).  Background: /work/shared/notes/gperftools-profile.md, sections 2-3.
                          either-endian gperftools CPU profile (lines after the
                          trailer record), parsed like /proc/self/maps.
     mapping_at(maps, addr) -> Mapping or None: the maps line holding addr.
+    elf_vaddr(path, file_offset) -> the ELF virtual address of a file offset
+                         (PT_LOAD headers from readelf -lW), as perf annotate
+                         prints instruction addresses.
     is_hex_name(name)    true for pprof's and perf's unresolved-address rows
                          ("0x00007f..."), which both tools print per address.
 
@@ -68,10 +87,10 @@ printed; mapping between the two is the caller's job (see
 tests/test_gperf.py).
 
 Count conversion for --children: perf prints percentages with two
-decimals.  count = percent * total / 100 is exact as long as one sample is
+decimals.  count = percent * total / 100 is exact as long as one tick is
 worth more than 0.01% (total < 10000); perf_report() checks that the
 printed percent is within rounding of the integer it returns and raises
-RefError otherwise.
+RefError otherwise.  Periods that are not whole ticks raise RefError too.
 """
 
 import collections
@@ -99,9 +118,13 @@ PprofTable = collections.namedtuple("PprofTable", "total rows order stdout stder
 PprofTable.__doc__ = """total: N of "Total: N samples"; rows: {name: (flat, cum)};
 order: names in printed order; stdout/stderr: raw text."""
 
-PerfTable = collections.namedtuple("PerfTable", "total rows stdout stderr")
-PerfTable.__doc__ = """total: N of "# Samples: N of event"; rows: {name: count}
-(flat: Samples column; children: cum count); stdout/stderr: raw text."""
+PerfTable = collections.namedtuple("PerfTable",
+                                   "total rows stdout stderr samples nsamples")
+PerfTable.__doc__ = """total: ticks in all ("# Event count" / tick_ns); rows:
+{name: ticks} (flat: the Period column / tick_ns; children: the cum ticks
+the Children percentage stands for); stdout/stderr: raw text; samples:
+{name: the Samples column (self sample records)}; nsamples: N of
+"# Samples: N of event" (sample records)."""
 
 Annotation = collections.namedtuple("Annotation", "symbol samples lines stdout")
 Annotation.__doc__ = """samples: the count in the header "(N samples"; lines:
@@ -225,14 +248,17 @@ def pprof_addresses(binary, profile, no_auto_signal_frm=False):
 # perf
 
 _PERF_SAMPLES = re.compile(r"^# Samples: (\d+)\s+of event")
-# --no-children -n:  "    39.84%            98  [.] leaf_a"
-_PERF_FLAT = re.compile(r"^\s+([\d.]+)%\s+(\d+)\s+\[(.)\]\s(.*)$")
-# --children -n:     "   100.00%    14.63%            36  [.] top"
-_PERF_CHILD = re.compile(r"^\s+([\d.]+)%\s+([\d.]+)%\s+(\d+)\s+\[(.)\]\s(.*)$")
+_PERF_EVENTS = re.compile(r"^# Event count \(approx\.\): (\d+)\s*$")
+# -n --show-total-period, --no-children:
+#   "    39.84%            98      98000000  [.] leaf_a"
+_PERF_FLAT = re.compile(r"^\s+([\d.]+)%\s+(\d+)\s+(\d+)\s+\[(.)\]\s(.*)$")
+# --children:  "   100.00%    14.63%            36      36000000  [.] top"
+_PERF_CHILD = re.compile(r"^\s+([\d.]+)%\s+([\d.]+)%\s+(\d+)\s+(\d+)\s+\[(.)\]\s(.*)$")
 # --sort dso,sym: the same with a Shared Object column before the symbol
-# ("    39.84%            98  libc.so.6  [.] leaf_a").
-_PERF_FLAT_DSO = re.compile(r"^\s+([\d.]+)%\s+(\d+)\s+(\S+)\s+\[(.)\]\s(.*)$")
-_PERF_CHILD_DSO = re.compile(r"^\s+([\d.]+)%\s+([\d.]+)%\s+(\d+)\s+(\S+)\s+\[(.)\]\s(.*)$")
+# ("    39.84%            98      98000000  libc.so.6  [.] leaf_a").
+_PERF_FLAT_DSO = re.compile(r"^\s+([\d.]+)%\s+(\d+)\s+(\d+)\s+(\S+)\s+\[(.)\]\s(.*)$")
+_PERF_CHILD_DSO = re.compile(
+    r"^\s+([\d.]+)%\s+([\d.]+)%\s+(\d+)\s+(\d+)\s+(\S+)\s+\[(.)\]\s(.*)$")
 
 
 def _perf_env(tmpdir):
@@ -299,15 +325,27 @@ def private_tmp_cmd(cmd, scratch, keep=()):
     return pre + ["sh", "-c", script] + args + [str(c) for c in cmd]
 
 
-def parse_perf_report(text, children, dso=False):
-    total = None
-    rows = {}
+def _ticks(period, tick_ns, what):
+    if period % tick_ns:
+        raise RefError("%s: a period of %d ns is not a whole number of %d ns ticks"
+                       % (what, period, tick_ns))
+    return period // tick_ns
+
+
+def parse_perf_report(text, children, dso=False, tick_ns=1):
+    """PerfTable of a `perf report --stdio -n --show-total-period` text."""
+    nsamples = events = None
+    rows, samples = {}, {}
     for line in text.splitlines():
         m = _PERF_SAMPLES.match(line)
         if m:
-            if total is not None:
+            if nsamples is not None:
                 raise RefError("more than one event in perf report output")
-            total = int(m.group(1))
+            nsamples = int(m.group(1))
+            continue
+        m = _PERF_EVENTS.match(line)
+        if m:
+            events = int(m.group(1))
             continue
         if not line.strip() or line.startswith("#"):
             continue
@@ -315,71 +353,158 @@ def parse_perf_report(text, children, dso=False):
             m = (_PERF_CHILD_DSO if dso else _PERF_CHILD).match(line)
             if not m:
                 raise RefError("unparsable perf report --children line: %r" % line)
-            g = m.groups()[3:] if dso else (None,) + m.groups()[3:]
-            pct, obj, level, name = float(m.group(1)), g[0], g[1], g[2].rstrip()
         else:
             m = (_PERF_FLAT_DSO if dso else _PERF_FLAT).match(line)
             if not m:
                 raise RefError("unparsable perf report line: %r" % line)
-            g = m.groups()[2:] if dso else (None,) + m.groups()[2:]
-            count, obj, level, name = int(m.group(2)), g[0], g[1], g[2].rstrip()
+        g = m.groups()
+        k = 2 if children else 1          # index of the Samples column
+        nsamp, period = int(g[k]), int(g[k + 1])
+        obj = g[k + 2] if dso else None
+        level, name = g[-2], g[-1].rstrip()
         if dso:
             name = (obj, name)
         if level != ".":
             raise RefError("perf report shows a non-user symbol: %r" % line)
-        if total is None:
-            raise RefError("perf report row before the '# Samples:' line")
+        if nsamples is None or events is None:
+            raise RefError("perf report row before the '# Samples:' and '# Event count' lines")
+        total = _ticks(events, tick_ns, "event count")
         if children:
+            # the Children column is the only cumulative figure perf report
+            # prints: a percentage of the total period with two decimals
+            pct = float(g[0])
             if total >= 10000:
                 raise RefError("cannot turn 2-decimal percentages into counts "
-                               "for %d samples" % total)
+                               "for %d ticks" % total)
             count = int(round(pct * total / 100.0))
             if abs(count * 100.0 / total - pct) > 0.0051:
                 raise RefError("children %.2f%% of %d is not a whole number of "
-                               "samples (%r)" % (pct, total, line))
+                               "ticks (%r)" % (pct, total, line))
+        else:
+            count = _ticks(period, tick_ns, repr(line))
         if name in rows:
-            raise RefError("perf report printed %r twice" % name)
+            raise RefError("perf report printed %r twice" % (name,))
         rows[name] = count
-    if total is None:
-        raise RefError("no '# Samples:' line in perf report output:\n" + text[:2000])
-    return PerfTable(total, rows, text, "")
+        samples[name] = nsamp
+    if nsamples is None or events is None:
+        raise RefError("no '# Samples:' / '# Event count' lines in perf report output:\n"
+                       + text[:2000])
+    return PerfTable(_ticks(events, tick_ns, "event count"), rows, text, "", samples,
+                     nsamples)
 
 
-def perf_report(data, buildid_dir, children=False, tmpdir=None, sort="sym"):
+def perf_report(data, buildid_dir, children=False, tmpdir=None, sort="sym", tick_ns=1):
     cmd = ["perf", "--buildid-dir", buildid_dir, "report", "-i", data, "--stdio",
-           "-n", "--sort", sort, "-g", "none", "--percent-limit", "0",
-           "--children" if children else "--no-children"]
+           "-n", "--show-total-period", "--sort", sort, "-g", "none",
+           "--percent-limit", "0", "--children" if children else "--no-children"]
     p = _run(cmd, env=_perf_env(tmpdir))
-    t = parse_perf_report(p.stdout, children, dso=(sort == "dso,sym"))
+    t = parse_perf_report(p.stdout, children, dso=(sort == "dso,sym"), tick_ns=tick_ns)
     return t._replace(stderr=p.stderr)
 
 
-def perf_report_dso(data, buildid_dir, children=False, tmpdir=None):
-    return perf_report(data, buildid_dir, children, tmpdir, sort="dso,sym")
+def perf_report_dso(data, buildid_dir, children=False, tmpdir=None, tick_ns=1):
+    return perf_report(data, buildid_dir, children, tmpdir, sort="dso,sym", tick_ns=tick_ns)
 
 
-def perf_flat_cum(data, buildid_dir, tmpdir=None):
-    """(total, {name: (flat, cum)}) from the two reports."""
-    flat = perf_report(data, buildid_dir, children=False, tmpdir=tmpdir)
-    cum = perf_report(data, buildid_dir, children=True, tmpdir=tmpdir)
-    if flat.total != cum.total:
-        raise RefError("perf report totals differ: %d vs %d" % (flat.total, cum.total))
+_SCRIPT_HEAD = re.compile(r"^\s*(\d+)\s*$")
+_SCRIPT_FRAME = re.compile(r"^\s+([0-9a-f]+) (.*) \((.*)\)$")
+
+
+def perf_script_flat_cum(data, buildid_dir, tmpdir=None, tick_ns=1, dso=False):
+    """(total, {name: (flat, cum)}) in ticks from `perf script -F
+    period,ip,sym,dso`: flat = the periods of the samples whose first
+    frame is the symbol, cum = the periods of the samples whose chain holds
+    it (once per sample, as perf report --children counts).  Unresolved
+    frames are named like perf report names them ("0x%016x" of the
+    printed address); dso=True keys by (DSO base name, name)."""
+    cmd = ["perf", "--buildid-dir", buildid_dir, "script", "-i", data,
+           "-F", "period,ip,sym,dso"]
+    p = _run(cmd, env=_perf_env(tmpdir))
+    flat = collections.Counter()
+    cum = collections.Counter()
+    total = 0
+    period, chain = None, []
+
+    def end():
+        if period is None:
+            return
+        if not chain:
+            raise RefError("perf script: a sample without frames")
+        flat[chain[0]] += period
+        for k in set(chain):
+            cum[k] += period
+
+    for line in p.stdout.splitlines() + [""]:
+        m = _SCRIPT_HEAD.match(line)
+        if m:
+            end()
+            period, chain = int(m.group(1)), []
+            total += period
+            continue
+        m = _SCRIPT_FRAME.match(line)
+        if m and period is not None:
+            name = m.group(2)
+            if name == "[unknown]":
+                name = "0x%016x" % int(m.group(1), 16)
+            chain.append((os.path.basename(m.group(3)), name) if dso else name)
+            continue
+        if line.strip():
+            raise RefError("unparsable perf script line: %r" % line)
+    end()
+    rows = {k: (_ticks(flat[k], tick_ns, str(k)), _ticks(cum[k], tick_ns, str(k)))
+            for k in cum}
+    return _ticks(total, tick_ns, "perf script total"), rows
+
+
+def _flat_cum(data, buildid_dir, tmpdir, tick_ns, sort):
+    flat = perf_report(data, buildid_dir, False, tmpdir, sort, tick_ns)
     rows = {}
-    for name in set(flat.rows) | set(cum.rows):
-        rows[name] = (flat.rows.get(name, 0), cum.rows.get(name, 0))
+    if flat.total < 10000:
+        cum = perf_report(data, buildid_dir, True, tmpdir, sort, tick_ns)
+        if flat.total != cum.total:
+            raise RefError("perf report totals differ: %d vs %d" % (flat.total, cum.total))
+        for name in set(flat.rows) | set(cum.rows):
+            rows[name] = (flat.rows.get(name, 0), cum.rows.get(name, 0))
+        return flat.total, rows
+    # Too many ticks for the Children percentages to give counts: the
+    # exact cumulative periods come from perf script's samples, and perf
+    # report's percentages must be those, rounded.
+    total, srows = perf_script_flat_cum(data, buildid_dir, tmpdir, tick_ns, sort == "dso,sym")
+    if total != flat.total:
+        raise RefError("perf script counts %d ticks, perf report %d" % (total, flat.total))
+    p = _run(["perf", "--buildid-dir", buildid_dir, "report", "-i", data, "--stdio",
+              "--sort", sort, "-g", "none", "--percent-limit", "0", "--children",
+              "-F", "children,sym" if sort == "sym" else "children,dso,sym"],
+             env=_perf_env(tmpdir))
+    for line in p.stdout.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        m = re.match(r"^\s+([\d.]+)%\s+(?:(\S+)\s+)?\[(.)\]\s(.*)$", line)
+        if not m:
+            raise RefError("unparsable perf report --children line: %r" % line)
+        name = m.group(4).rstrip()
+        key = (m.group(2), name) if sort == "dso,sym" else name
+        want = 100.0 * srows.get(key, (0, 0))[1] / total
+        if abs(float(m.group(1)) - want) > 0.0051:
+            raise RefError("perf report --children says %s%% for %r, perf script's "
+                           "periods %.4f%%" % (m.group(1), key, want))
+    for name in set(flat.rows) | set(srows):
+        f = flat.rows.get(name, 0)
+        if f != srows.get(name, (0, 0))[0]:
+            raise RefError("%r: perf report's flat %d ticks, perf script's %d"
+                           % (name, f, srows.get(name, (0, 0))[0]))
+        rows[name] = (f, srows.get(name, (0, 0))[1])
     return flat.total, rows
 
 
-def perf_flat_cum_dso(data, buildid_dir, tmpdir=None):
-    """(total, {(dso, name): (flat, cum)}) from the two dso,sym reports."""
-    flat = perf_report_dso(data, buildid_dir, children=False, tmpdir=tmpdir)
-    cum = perf_report_dso(data, buildid_dir, children=True, tmpdir=tmpdir)
-    if flat.total != cum.total:
-        raise RefError("perf report totals differ: %d vs %d" % (flat.total, cum.total))
-    rows = {}
-    for key in set(flat.rows) | set(cum.rows):
-        rows[key] = (flat.rows.get(key, 0), cum.rows.get(key, 0))
-    return flat.total, rows
+def perf_flat_cum(data, buildid_dir, tmpdir=None, tick_ns=1):
+    """(total, {name: (flat, cum)}) in ticks of tick_ns from perf's periods."""
+    return _flat_cum(data, buildid_dir, tmpdir, tick_ns, "sym")
+
+
+def perf_flat_cum_dso(data, buildid_dir, tmpdir=None, tick_ns=1):
+    """(total, {(dso, name): (flat, cum)}) likewise with --sort dso,sym."""
+    return _flat_cum(data, buildid_dir, tmpdir, tick_ns, "dso,sym")
 
 
 _ANN_HEADER = re.compile(r"Source code & Disassembly of .* for .* \((\d+) samples")
@@ -475,6 +600,23 @@ def mapping_at(maps, addr):
         if m.start <= addr < m.end:
             return m
     return None
+
+
+_LOAD = re.compile(r"^\s*LOAD\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x[0-9a-f]+\s+0x([0-9a-f]+)\s")
+_load_cache = {}
+
+
+def elf_vaddr(path, file_offset):
+    """The virtual address (as perf annotate prints it) of a file offset
+    of the ELF file path, through its PT_LOAD headers (`readelf -lW`)."""
+    if path not in _load_cache:
+        p = _run(["readelf", "-lW", path])
+        _load_cache[path] = [tuple(int(x, 16) for x in m.groups())
+                             for m in map(_LOAD.match, p.stdout.splitlines()) if m]
+    for off, vaddr, filesz in _load_cache[path]:
+        if off <= file_offset < off + filesz:
+            return file_offset - off + vaddr
+    raise RefError("%s: file offset 0x%x is in no PT_LOAD" % (path, file_offset))
 
 
 _HEX_NAME = re.compile(r"^0x[0-9a-fA-F]+$")

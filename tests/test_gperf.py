@@ -10,18 +10,28 @@ calls), 4 threads, 300-deep recursion (records cut at 254 PCs), the
 ProfilerStart/Flush/Stop API, a dlopen'ed and dlclose'd plugin, clock_gettime
 in the [vdso], and an inlined hot function.
 
-For every profile:
-  (a) `perfgraft dump --json` total_samples, and the sample count of the
-      converted perf.data, equal pprof's "Total: N samples";
-  (b) flat counts per function from `perf report --no-children -n --sort
-      sym` equal `google-pprof --text`'s flat column;
-  (c) cumulative counts from `perf report --children` equal
+For every profile, converted both as perfgraft gperf does by default (one
+sample per tick for these profiles) and with --max-samples 0 (one sample
+per distinct stack whose period is its ticks x the sampling period), with
+perf's counts taken from the periods (ticks = period / sampling period):
+  (a) `perfgraft dump --json` total_samples, and the ticks of the
+      converted perf.data, equal pprof's "Total: N samples"; by default
+      perf report's sample records (-n) are those ticks too, weighted
+      there is one record per distinct stack;
+  (b) flat ticks per function from `perf report --no-children
+      --show-total-period --sort sym` equal `google-pprof --text`'s flat
+      column;
+  (c) cumulative ticks from `perf report --children` equal
       `google-pprof --text --no-auto-signal-frm`'s cum column (a perf.data
       keeps every frame; perl's automatic second-frame removal is off);
-  (d) `perf annotate --stdio` of the hottest own function puts its samples
-      on its instructions;
+  (d) `perf annotate --stdio` (local period) of the hottest own function
+      gives each instruction the share of the function's ticks pprof
+      --addresses gives its address;
   (e) dlopen: the dlclose'd plugin's samples are unknown addresses for both
       tools, with equal sums;
+  (g) damaged counts (DERIVED: one count near 4e9, counts with a flipped
+      byte) convert at once into a small file whose (b)-(d) answers are
+      still pprof's, and --max-samples switches between the two forms;
   plus: one MMAP2 per executable maps line with the exact offset, the
   cpu-clock period, the summary line, -q, --pid and --comm.
 
@@ -35,7 +45,7 @@ one sum per library (DSO_RULE below), which the test prints when used.
 
 perfgraft's contract (tests the converter, does not re-implement it):
   perfgraft gperf PROFILE -o OUT.data [--pid N] [--comm NAME] [--root DIR]
-            [--map OLD=NEW] [-q]
+            [--map OLD=NEW] [--max-samples N] [-q]
   perfgraft dump --json PROFILE
 Set PERFGRAFT_GPERF_PROFILES=DIR to reuse profiles that
 tests/gen-gperf-profiles.sh DIR wrote (to rerun on the same profiles);
@@ -49,10 +59,13 @@ import collections
 import json
 import os
 import re
+import resource
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -66,6 +79,63 @@ LIBPROFILER = "/usr/lib/x86_64-linux-gnu/libprofiler.so"
 SCENARIOS = ["pie", "nopie", "ownlib", "threads", "deep", "api", "dlopen", "vdso", "inline"]
 # CPUPROFILE_FREQUENCY used by the generator, per scenario.
 FREQ = {"deep": 250, "api": 250}
+
+# Profiles derived from the generated ones with damaged counts (the
+# reports of issue 12: one count near 4e9 made the converter write 8 GB in
+# 20 s; some random byte flips wrote > 400 MB).  name: (base scenario,
+# {record index: new count}).  Both count far more than the default
+# --max-samples, so perfgraft writes one sample per distinct stack whose
+# period carries the count.
+DERIVED = {
+    "pie-huge": ("pie", {0: 3999999000}),
+    # a byte of the count flipped in 5 of ownlib's records (bytes 1-3)
+    "ownlib-flips": ("ownlib", {0: 51 ^ 0x5a000000, 2: 18 ^ 0x3c0000, 3: 165 ^ 0x7700,
+                                5: 17 ^ 0x81000000, 7: 11 ^ 0x2a0000}),
+}
+# "default": perfgraft gperf PROFILE (one sample per tick for the
+# generated profiles); "weighted": --max-samples 0 (one per distinct stack).
+# perf's period sums are pprof's counts either way.
+MODES = ("default", "weighted")
+# No conversion here may write more than this (a guard: the converter of
+# issue 12 wrote for ever on pie-huge).
+FSIZE_LIMIT = 64 << 20
+
+
+def base_of(name):
+    return DERIVED[name][0] if name in DERIVED else name
+
+
+def tick_ns(name):
+    """The profile's sampling period in ns: one tick."""
+    return 1000000 // FREQ.get(base_of(name), 1000) * 1000
+
+
+def profile_records(data):
+    """[(byte offset, count, depth)] of a 64-bit little-endian profile."""
+    word = lambda i: struct.unpack_from("<Q", data, 8 * i)[0]  # noqa: E731
+    i, recs = 2 + word(1), []
+    while True:
+        n, d = word(i), word(i + 1)
+        if n == 0 and d == 1 and word(i + 2) == 0:
+            return recs
+        recs.append((8 * i, n, d))
+        i += 2 + d
+
+
+def derive_profile(src, dst, counts):
+    """src with the counts of some records replaced; the new total."""
+    with open(src, "rb") as f:
+        data = bytearray(f.read())
+    recs = profile_records(data)
+    for k, v in counts.items():
+        struct.pack_into("<Q", data, recs[k][0], v)
+    with open(dst, "wb") as f:
+        f.write(data)
+    return sum(counts.get(k, r[1]) for k, r in enumerate(recs))
+
+
+def limit_fsize():
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FSIZE_LIMIT, FSIZE_LIMIT))
 
 # ---------------------------------------------------------------------------
 # Name differences between perl pprof and perf report for the same code.
@@ -370,6 +440,13 @@ class GperfRealProfiles(unittest.TestCase):
         cls.profiles = out
         with open(os.path.join(out, "scenarios.json")) as f:
             cls.scen = {s["name"]: s for s in json.load(f)}
+        cls.derived_total = {}
+        for name, (base, counts) in DERIVED.items():
+            s = dict(cls.scen[base], name=name,
+                     profile=os.path.join(cls.tmp, name + ".prof"))
+            cls.derived_total[name] = derive_profile(cls.scen[base]["profile"],
+                                                     s["profile"], counts)
+            cls.scen[name] = s
         cls.problem = converter_problem()
         cls._cache = {}
 
@@ -395,22 +472,41 @@ class GperfRealProfiles(unittest.TestCase):
     def maps(self, name):
         return self.cached(("maps", name), lambda: pprof_ref.profile_maps(self.scen[name]["profile"]))
 
-    def convert(self, name, *extra, tag=""):
+    def convert(self, name, *extra, tag="", timeout=300):
+        """perfgraft gperf with output files limited to FSIZE_LIMIT;
+        (output, stderr, wall seconds)."""
         self.need_converter()
         out = os.path.join(self.tmp, name + tag + ".data")
         args = [PERFGRAFT, "gperf", self.scen[name]["profile"], "-o", out] + list(extra)
-        p = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        t0 = time.monotonic()
+        try:
+            p = subprocess.run(args, capture_output=True, text=True, timeout=timeout,
+                               preexec_fn=limit_fsize)
+        except subprocess.TimeoutExpired:
+            self.fail("%s: still running after %d s" % (" ".join(args), timeout))
+        wall = time.monotonic() - t0
         self.assertEqual(p.returncode, 0, "%s: %s" % (" ".join(args), p.stderr))
         self.assertTrue(os.path.getsize(out) > 0, out)
-        return out, p.stderr
+        return out, p.stderr, wall
 
-    def data(self, name):
-        return self.cached(("data", name), lambda: self.convert(name)[0])
+    def conversion(self, name, mode="default"):
+        """(output, stderr, wall seconds) of the profile in that mode."""
+        extra = ("--max-samples", "0") if mode == "weighted" else ()
+        return self.cached(("data", name, mode), lambda: self.convert(
+            name, *extra, tag="-" + mode, timeout=60))
 
-    def perf(self, name):
-        """(total, {name: (flat, cum)}) of the converted profile."""
-        return self.cached(("perf", name), lambda: pprof_ref.perf_flat_cum(
-            self.data(name), self.buildid, self.perftmp))
+    def data(self, name, mode="default"):
+        return self.conversion(name, mode)[0]
+
+    def perf(self, name, mode="default"):
+        """(total, {name: (flat, cum)}) in ticks, from the periods of the
+        converted profile."""
+        return self.cached(("perf", name, mode), lambda: pprof_ref.perf_flat_cum(
+            self.data(name, mode), self.buildid, self.perftmp, tick_ns(name)))
+
+    def perf_flat_report(self, name, mode="default"):
+        return self.cached(("perf-flat", name, mode), lambda: pprof_ref.perf_report(
+            self.data(name, mode), self.buildid, False, self.perftmp, tick_ns=tick_ns(name)))
 
     def dump(self, name):
         def run():
@@ -445,17 +541,17 @@ class GperfRealProfiles(unittest.TestCase):
         s = self.scen[name]
         return {os.path.realpath(p) for p in [s["binary"]] + s["libs"]}
 
-    def perf_dso(self, name):
+    def perf_dso(self, name, mode="default"):
         """(total, {(dso, sym): (flat, cum)}) from perf report --sort dso,sym."""
-        return self.cached(("perf-dso", name), lambda: pprof_ref.perf_flat_cum_dso(
-            self.data(name), self.buildid, self.perftmp))
+        return self.cached(("perf-dso", name, mode), lambda: pprof_ref.perf_flat_cum_dso(
+            self.data(name, mode), self.buildid, self.perftmp, tick_ns(name)))
 
     def pprof_addr(self, name, no_auto):
         sc = self.scen[name]
         return self.cached(("pprof-addr", name, no_auto), lambda: pprof_ref.pprof_addresses(
             sc["binary"], sc["profile"], no_auto_signal_frm=no_auto))
 
-    def dso_rule(self, name, kind, nm, a, b, pp_rows):
+    def dso_rule(self, name, kind, nm, a, b, pp_rows, mode="default"):
         """DSO_RULE (see the top of the file) applied to the folded tables
         a (pprof) and b (perf) of one kind ("flat" or "cum"); pp_rows: the
         pprof table's {name: (flat, cum)}.  Returns (a, b, notes, problems):
@@ -497,7 +593,7 @@ class GperfRealProfiles(unittest.TestCase):
                     f = next(iter(fs)) if len(fs) == 1 else None
                     pp_parts[n][f] += pp_rows[n][1]
         # perf: key -> {file: count}
-        _t, pfd = self.perf_dso(name)
+        _t, pfd = self.perf_dso(name, mode)
         pf_parts = collections.defaultdict(collections.Counter)
         for (dso, sym), v in pfd.items():
             if v[col]:
@@ -549,21 +645,21 @@ class GperfRealProfiles(unittest.TestCase):
                             "" if cp == cf else "  (DIFFERENT)"))
         return a, b, notes, problems
 
-    def compare(self, name, kind, nm, a, b, pp):
+    def compare(self, name, kind, nm, a, b, pp, mode="default"):
         """assertEqual of the folded tables a (pprof) and b (perf), after
         the DSO_RULE for system libraries."""
-        a2, b2, notes, problems = self.dso_rule(name, kind, nm, a, b, pp.rows)
+        a2, b2, notes, problems = self.dso_rule(name, kind, nm, a, b, pp.rows, mode)
         for n in notes:
             print("\n" + n, file=sys.stderr)
         self.assertEqual(a2, b2, diff_message(
-            "%s: %s counts" % (name, kind), a2, b2,
+            "%s (%s): %s counts" % (name, mode, kind), a2, b2,
             "%srules used: %s\n--- pprof%s:\n%s"
             % ("".join(p + "\n" for p in notes + problems), nm.why,
                " --no-auto-signal-frm" if kind == "cum" else "", pp.stdout)))
 
     # -- the generator and the references (need no converter) ----------------
     def test_00_generated_profiles(self):
-        self.assertEqual(sorted(self.scen), sorted(SCENARIOS))
+        self.assertEqual(sorted(self.scen), sorted(SCENARIOS + list(DERIVED)))
         for name in SCENARIOS:
             s = self.scen[name]
             with self.subTest(scenario=name):
@@ -630,8 +726,19 @@ class GperfRealProfiles(unittest.TestCase):
                                  "stacks not summed by identical PC list")
                 self.assertLessEqual(len(d["stacks"]), d["records"])
                 self.assertEqual(d["warnings"], [])
-                ptotal, _rows = self.perf(name)
-                self.assertEqual(ptotal, total, "perf report sample count")
+                for mode in MODES:
+                    ptotal, _rows = self.perf(name, mode)
+                    self.assertEqual(ptotal, total, "%s: perf report's ticks (event count "
+                                     "/ period)" % mode)
+                    t = self.perf_flat_report(name, mode)
+                    if mode == "default":
+                        # one sample record per tick: perf report -n (the
+                        # Samples column) counts pprof's samples too
+                        self.assertEqual(t.nsamples, total)
+                        self.assertEqual(t.samples, t.rows, "Samples column vs periods")
+                    else:
+                        self.assertEqual(t.nsamples, len(d["stacks"]),
+                                         "one sample record per distinct stack")
 
     def test_a_deep_records_hit_the_cap(self):
         self.need_converter()
@@ -651,25 +758,31 @@ class GperfRealProfiles(unittest.TestCase):
                        for m in self.dump(name)["mappings"]]
                 self.assertEqual(got, want)
 
+    def cases(self):
+        """(profile, mode) pairs compared with pprof: every generated
+        profile converted both ways, the damaged ones as perfgraft gperf
+        converts them by default."""
+        return [(n, m) for n in SCENARIOS for m in MODES] + [(n, "default") for n in DERIVED]
+
     # -- (b) flat -----------------------------------------------------------------
     def test_b_flat_counts_equal_pprof(self):
         self.need_converter()
-        for name in SCENARIOS:
-            with self.subTest(scenario=name):
+        for name, mode in self.cases():
+            with self.subTest(scenario=name, mode=mode):
                 pp = self.pprof(name)
-                _t, pf = self.perf(name)
+                _t, pf = self.perf(name, mode)
                 nm = self.namemap(name)
                 a = fold({k: v[0] for k, v in pp.rows.items()}, lambda n: nm.pprof_key(n, "flat"))
                 b = fold({k: v[0] for k, v in pf.items()}, nm.perf_key)
-                self.compare(name, "flat", nm, a, b, pp)
+                self.compare(name, "flat", nm, a, b, pp, mode)
 
     # -- (c) cumulative -----------------------------------------------------------
     def test_c_cum_counts_equal_pprof_no_auto_signal_frm(self):
         self.need_converter()
-        for name in SCENARIOS:
-            with self.subTest(scenario=name):
+        for name, mode in self.cases():
+            with self.subTest(scenario=name, mode=mode):
                 pp = self.pprof(name, no_auto=True)
-                _t, pf = self.perf(name)
+                _t, pf = self.perf(name, mode)
                 nm = self.namemap(name)
                 # Rows folded into one key must never share a stack, or the
                 # sum of their cum would count samples twice: vdso
@@ -682,7 +795,7 @@ class GperfRealProfiles(unittest.TestCase):
                         self.assertEqual(f, c, "%s: perf %s is not a leaf" % (name, k))
                 a = fold({k: v[1] for k, v in pp.rows.items()}, lambda n: nm.pprof_key(n, "cum"))
                 b = fold({k: v[1] for k, v in pf.items()}, nm.perf_key)
-                self.compare(name, "cum", nm, a, b, pp)
+                self.compare(name, "cum", nm, a, b, pp, mode)
                 # inline rows left out above: they must fit in their container
                 for inl, container in INLINED.items():
                     if inl in pp.rows:
@@ -702,26 +815,48 @@ class GperfRealProfiles(unittest.TestCase):
         return syms
 
     def test_d_annotate_hottest_function(self):
+        """perf annotate (percent type: local period) of the hottest own
+        function: each instruction's percentage is its share of the
+        function's ticks in pprof --addresses (leaf PCs are exact
+        addresses), and the header counts the sample records perf report
+        gives the function (its ticks when one record is one tick)."""
         self.need_converter()
-        for name in SCENARIOS:
-            with self.subTest(scenario=name):
-                _t, pf = self.perf(name)
+        for name, mode in self.cases():
+            with self.subTest(scenario=name, mode=mode):
+                _t, pf = self.perf(name, mode)
                 own = self.own_symbols(name)
                 cands = [(v[0], k) for k, v in pf.items() if k in own and v[0] > 0]
                 self.assertTrue(cands, "%s: no own function with samples in %s" % (name, pf))
                 count, sym = max(cands)
-                a = pprof_ref.perf_annotate(self.data(name), self.buildid, sym, self.perftmp,
-                                            keep=[self.tmp, self.profiles])
-                self.assertEqual(a.samples, count, a.stdout[:3000])
-                hot = [ln for ln in a.lines if ln[0] > 0]
-                self.assertTrue(hot, "%s: no instruction of %s has samples:\n%s"
-                                % (name, sym, a.stdout[:3000]))
+                a = pprof_ref.perf_annotate(self.data(name, mode), self.buildid, sym,
+                                            self.perftmp, keep=[self.tmp, self.profiles])
+                self.assertIn("percent: local period", a.stdout[:3000])
+                records = self.perf_flat_report(name, mode).samples[sym]
+                self.assertEqual(a.samples, records, a.stdout[:3000])
+                if mode == "default" and name in SCENARIOS:
+                    self.assertEqual(a.samples, count, a.stdout[:3000])
                 self.assertAlmostEqual(sum(ln[0] for ln in a.lines), 100.0, delta=1.0)
-                # pprof agrees on the instruction-level total of that function
+                # pprof agrees on the function's ticks ...
                 nm = self.namemap(name)
                 pp = self.pprof(name)
                 want = sum(v[0] for k, v in pp.rows.items() if nm.pprof_key(k, "flat") == sym)
                 self.assertEqual(count, want)
+                # ... and on each instruction's share of them
+                maps = self.maps(name)
+                per_addr = collections.Counter()
+                for r in self.pprof_addr(name, no_auto=False):
+                    if r.flat and nm.pprof_key(r.name, "flat") == sym:
+                        m = pprof_ref.mapping_at(maps, r.addr)
+                        self.assertIsNotNone(m, hex(r.addr))
+                        per_addr[pprof_ref.elf_vaddr(m.path, r.addr - m.start + m.offset)] += r.flat
+                self.assertEqual(sum(per_addr.values()), count)
+                got = {addr: pct for pct, addr, _text in a.lines}
+                self.assertLessEqual(set(per_addr), set(got),
+                                     "pprof's addresses are instructions of %s" % sym)
+                bad = ["%x: perf %.2f%%, pprof %d of %d ticks" % (addr, pct, per_addr[addr], count)
+                       for addr, pct in sorted(got.items())
+                       if abs(pct - 100.0 * per_addr[addr] / count) > 0.0051]
+                self.assertEqual(bad, [], a.stdout[:3000])
 
     # -- (e) dlopen -------------------------------------------------------------------
     def test_e_dlclosed_plugin_is_unknown_for_both(self):
@@ -774,7 +909,7 @@ class GperfRealProfiles(unittest.TestCase):
         self.need_converter()
         for name in ("pie", "deep"):
             with self.subTest(scenario=name):
-                out, err = self.convert(name, tag="-summary")
+                out, err, _wall = self.convert(name, tag="-summary")
                 lines = [ln for ln in err.splitlines() if ln.strip()]
                 self.assertEqual(len(lines), 1, err)
                 self.assertTrue(lines[0].startswith("perfgraft: gperf: "), err)
@@ -788,20 +923,88 @@ class GperfRealProfiles(unittest.TestCase):
                 self.assertEqual(periods, {1000 * 1000000 // FREQ.get(name, 1000)})
                 self.assertEqual(len(events), 1, events)
                 self.assertTrue(next(iter(events)).startswith("cpu-clock"), events)
-                q, qerr = self.convert(name, "-q", tag="-quiet")
+                q, qerr, _wall = self.convert(name, "-q", tag="-quiet")
                 self.assertEqual(qerr.strip(), "")
                 with open(out, "rb") as a, open(q, "rb") as b:
                     self.assertEqual(a.read(), b.read(), "-q changed the output")
 
     def test_f_pid_and_comm(self):
         self.need_converter()
-        out, _err = self.convert("pie", "--pid", "4321", "--comm", "gperfcomm", tag="-pidcomm")
+        out, _err, _wall = self.convert("pie", "--pid", "4321", "--comm", "gperfcomm",
+                                        tag="-pidcomm")
         seen = set()
         for line in self.perf_script(out, "-F", "comm,pid,tid").splitlines():
             f = line.split()
             if f:
                 seen.add(tuple(f))
         self.assertEqual(seen, {("gperfcomm", "4321/4321")})
+
+
+    # -- (g) damaged counts -------------------------------------------------------------
+    def test_g_damaged_counts_give_a_small_output(self):
+        """Issue 12: a count near 4e9 (pie-huge) and counts with a flipped
+        byte (ownlib-flips) are converted at once into one sample per
+        distinct stack whose period is its count x the sampling period
+        (a warning says so and names the largest count's record): a file
+        of a few KB, whose periods add up to pprof's Total (the per-function
+        comparisons are in (b)-(d))."""
+        self.need_converter()
+        for name, (base, counts) in DERIVED.items():
+            with self.subTest(scenario=name):
+                out, err, wall = self.conversion(name)
+                total = self.derived_total[name]
+                self.assertEqual(self.pprof(name).total, total)
+                self.assertLess(os.path.getsize(out), 1 << 20, err)
+                self.assertLess(wall, 10.0, err)
+                self.assertIn("%d ticks, more than --max-samples 1000000" % total, err)
+                with open(self.scen[name]["profile"], "rb") as f:
+                    recs = profile_records(f.read())
+                k = max(counts, key=counts.get)
+                self.assertIn("largest record count %d, offset %d: a damaged count?"
+                              % (counts[k], recs[k][0]), err)
+                self.assertRegex(err, r"-> \d+ samples of \S+ \(pid \d+\), one per distinct "
+                                 r"stack weighted by its ticks")
+                t = self.perf_flat_report(name)
+                self.assertIn("# Event count (approx.): %d\n" % (total * tick_ns(name)),
+                              t.stdout)
+                self.assertEqual(t.nsamples, len(self.dump_of(self.scen[name]["profile"])["stacks"]))
+                periods = [int(ln.split()[0]) for ln in
+                           self.perf_script(out, "-F", "period").splitlines() if ln.strip()]
+                self.assertEqual(sum(periods), total * tick_ns(name))
+                self.assertIn(max(counts.values()) * tick_ns(name), periods)
+
+    def test_g_max_samples_option(self):
+        """--max-samples N: per tick up to N ticks in all (the same output
+        as without it), one sample per stack above N; 0: always per stack,
+        with no warning (asked for)."""
+        self.need_converter()
+        name = "pie"
+        total = self.pprof(name).total
+        stacks = len(self.dump(name)["stacks"])
+        same, err_same, _w = self.convert(name, "--max-samples", str(total), tag="-max-eq")
+        with open(same, "rb") as f, open(self.data(name), "rb") as g:
+            self.assertEqual(f.read(), g.read(), "--max-samples at the total changed the output")
+        self.assertNotIn("warning", err_same)
+        fewer, err_fewer, _w = self.convert(name, "--max-samples", str(total - 1), tag="-max-lt")
+        self.assertIn("%d ticks, more than --max-samples %d" % (total, total - 1), err_fewer)
+        t = pprof_ref.perf_report(fewer, self.buildid, False, self.perftmp, tick_ns=tick_ns(name))
+        self.assertEqual((t.nsamples, t.total), (stacks, total))
+        with open(fewer, "rb") as f, open(self.data(name, "weighted"), "rb") as g:
+            self.assertEqual(f.read(), g.read(), "above --max-samples: not --max-samples 0's output")
+        self.assertNotIn("warning", self.conversion(name, "weighted")[1])
+        for bad in ("-1", "x", "", "18446744073709551616"):
+            p = subprocess.run([PERFGRAFT, "gperf", self.scen[name]["profile"], "-o",
+                                os.path.join(self.tmp, "bad.data"), "--max-samples", bad],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 2, (bad, p.stderr))
+            self.assertIn("--max-samples", p.stderr)
+            self.assertFalse(os.path.exists(os.path.join(self.tmp, "bad.data")))
+
+    def dump_of(self, profile):
+        p = subprocess.run([PERFGRAFT, "dump", "--json", profile], capture_output=True,
+                           text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return json.loads(p.stdout)
 
 
 if __name__ == "__main__":

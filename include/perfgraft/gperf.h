@@ -60,9 +60,13 @@ struct pg_gperf_stats {
 	uint64_t zero_pc_records;	/* 1: a record with first PC 0 ended the data */
 	uint64_t zero_pc_samples;	/* its count (not used) */
 	uint64_t empty_records;		/* skipped: count 0 or no PCs */
+	uint64_t max_count;		/* the largest count of one record read */
+	uint64_t max_count_at;		/* that record's byte offset */
 	uint64_t map_lines, ignored_lines;
 	bool trailer;			/* the binary part ended properly */
-	uint64_t truncated_at;		/* offset where reading stopped early, or 0 */
+	uint64_t truncated_at;		/* offset where reading stopped early (a cut
+					 * record, or a last maps line without a
+					 * newline: not used), or 0 */
 	uint64_t binary_bytes;		/* header to trailer */
 };
 
@@ -114,20 +118,26 @@ struct pg_gperf_opts {
 	const struct pg_gperf_path_map *maps;
 	size_t nmaps;
 	int compress_level;		/* file output: zstd level, 0 off */
-	/* refuse profiles counting more samples (a damaged count would have
-	 * the conversion write for ever); 0: PG_GPERF_DEFAULT_MAX_SAMPLES */
+	/* one SAMPLE per tick while the profile counts at most this many
+	 * ticks in all, else one per distinct stack carrying its count in
+	 * its period (a warning says so); 0: PG_GPERF_DEFAULT_MAX_SAMPLES */
 	uint64_t max_samples;
+	bool weighted;			/* always one SAMPLE per distinct stack */
 };
 
-#define PG_GPERF_DEFAULT_MAX_SAMPLES 4000000000ull	/* 11 days at 4 kHz */
+/* ~2.8 h of CPU time at gperftools' default 100 Hz: a few hundred MB of
+ * per-tick samples */
+#define PG_GPERF_DEFAULT_MAX_SAMPLES 1000000ull
 
 struct pg_gperf_convert_stats {
 	struct pg_gperf_stats profile;
 	uint64_t stacks, samples;	/* distinct stacks, SAMPLE records written */
+	uint64_t ticks;			/* the profile's ticks those samples carry */
+	bool weighted;			/* one SAMPLE per stack, period = count x period */
 	uint64_t mmaps, build_ids;
-	uint64_t dropped_frames;	/* zero or above-user-space addresses */
-	uint64_t dropped_samples;	/* no frame left */
-	uint64_t period_ns;
+	uint64_t dropped_frames;	/* ticks x frames: zero or above-user-space addresses */
+	uint64_t dropped_samples;	/* ticks in stacks with no frame left */
+	uint64_t period_ns;		/* the sampling period (one tick) */
 	uint32_t pid;
 	char comm[16];
 	uint64_t out_bytes;
@@ -138,13 +148,20 @@ struct pg_gperf_convert_stats {
 /* Converts o->profile into a perf.data at o->output ("-": standard
  * output, pipe mode): a COMM, an MMAP2 per executable mapping (with the
  * build-id of the file, read where the mapped path exists after the path
- * maps and root are applied), and one SAMPLE with its call chain per
- * counted sample.  The output is written atomically (see pg_pdw_open())
- * and removed on failure.  *st is zeroed first and filled as the work
- * goes.  Returns 0, or a negative errno with the message in diag->err:
- * pg_gperf_open()'s errors, -EFBIG when the counts sum to more than
- * max_samples, -EINVAL for a stack that does not fit a perf record, the
- * output's errors, -ENOMEM. */
+ * maps and root are applied), and cpu-clock SAMPLEs with their call chains:
+ * one per counted tick (period = the sampling period), or, when the ticks
+ * number more than max_samples or o->weighted is set, one per distinct
+ * stack whose period is its count x the sampling period.  Either way
+ * perf's period sums (report overhead and period, annotate percentages)
+ * are pprof's counts x the period; the output is bounded by max_samples
+ * records or by the distinct stacks.  The output is written atomically
+ * (see pg_pdw_open()) and removed on failure.  *st is zeroed first and
+ * filled as the work goes.  Returns 0, or a negative errno with the
+ * message in diag->err: pg_gperf_open()'s errors, -EINVAL for a sampling
+ * period beyond 64-bit nanoseconds, -EFBIG when the ticks x period sum
+ * beyond 64 bits (a damaged count: perf could not add them up), -EINVAL
+ * for a stack that does not fit a perf record, the output's errors,
+ * -ENOMEM. */
 int pg_gperf_convert(const struct pg_gperf_opts *o, struct pg_diag *diag,
 		     struct pg_gperf_convert_stats *st);
 

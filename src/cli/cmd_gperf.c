@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* perfgraft gperf: gperftools CPU profiles into perf.data. */
 #include <getopt.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,10 +11,12 @@
 static void do_help(FILE *f)
 {
 	fprintf(f, "usage: perfgraft gperf PROFILE [-o perf.data] [--pid N] [--comm NAME]\n"
-		   "                      [--root DIR] [--map OLD=NEW]... [--pipe] [-q] [-v]\n\n"
+		   "                      [--root DIR] [--map OLD=NEW]... [--max-samples N]\n"
+		   "                      [--pipe] [-q] [-v]\n\n"
 		   "Converts a gperftools CPU profile (CPUPROFILE=, libprofiler) into a\n"
 		   "perf.data: the profile's executable mappings and one cpu-clock sample per\n"
-		   "tick with its call chain, so perf report counts what pprof counts.\n\n"
+		   "tick (above --max-samples, per distinct stack with the ticks in its\n"
+		   "period) with its call chain, so perf report counts what pprof counts.\n\n"
 		   "  -o, --output FILE     perf.data to write, - for a pipe (default: perf.data)\n"
 		   "  --pid N               process ID of the samples (default: the number after\n"
 		   "                        the last '_' of the profile's name, else 1)\n"
@@ -22,15 +25,19 @@ static void do_help(FILE *f)
 		   "                        become DIR/PATH (those no --map rule changed)\n"
 		   "  --map OLD=NEW         a path starting with OLD starts with NEW instead\n"
 		   "                        (repeatable; the first matching rule applies)\n"
+		   "  --max-samples N       one sample per tick up to N ticks in all (default\n"
+		   "                        %llu); a profile counting more is written as one\n"
+		   "                        sample per distinct stack whose period is its ticks\n"
+		   "                        x the sampling period (0: always so)\n"
 		   "  --pipe                write pipe-mode perf.data into the file\n"
 		   "  -q, --quiet           no summary\n"
 		   "  -v                    print every warning (default: the first 20)\n"
-		   "  -h, --help            this text\n");
+		   "  -h, --help            this text\n", PG_GPERF_DEFAULT_MAX_SAMPLES);
 }
 
 int cmd_gperf(int argc, char **argv)
 {
-	enum { OPT_PID = 256, OPT_COMM, OPT_ROOT, OPT_MAP, OPT_PIPE };
+	enum { OPT_PID = 256, OPT_COMM, OPT_ROOT, OPT_MAP, OPT_PIPE, OPT_MAX_SAMPLES };
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "pid", required_argument, NULL, OPT_PID },
@@ -38,6 +45,7 @@ int cmd_gperf(int argc, char **argv)
 		{ "root", required_argument, NULL, OPT_ROOT },
 		{ "map", required_argument, NULL, OPT_MAP },
 		{ "pipe", no_argument, NULL, OPT_PIPE },
+		{ "max-samples", required_argument, NULL, OPT_MAX_SAMPLES },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -87,6 +95,18 @@ int cmd_gperf(int argc, char **argv)
 			maps[go.nmaps++] = (struct pg_gperf_path_map){ optarg, eq + 1 };
 			break;
 		}
+		case OPT_MAX_SAMPLES: {
+			unsigned long long v = strtoull(optarg, &end, 10);
+
+			if (*end || *optarg < '0' || *optarg > '9' || v == ULLONG_MAX) {
+				cli_error("--max-samples takes a number of samples, not '%s'", optarg);
+				free(maps);
+				return EXIT_USAGE;
+			}
+			go.max_samples = v;
+			go.weighted = v == 0;
+			break;
+		}
 		case OPT_PIPE: go.pipe = true; break;
 		case 'q': quiet = true; break;
 		case 'v': w.verbose++; break;
@@ -101,6 +121,11 @@ int cmd_gperf(int argc, char **argv)
 	}
 	go.profile = argv[optind];
 	go.maps = maps;
+	if (cli_refuse_same(go.output, go.profile) < 0) {
+		free(maps);
+		return EXIT_USAGE;
+	}
+	cli_pipe_output();
 	cli_diag_init(&diag, &w);
 	ret = pg_gperf_convert(&go, &diag, &st);
 	free(maps);
@@ -111,12 +136,13 @@ int cmd_gperf(int argc, char **argv)
 		return EXIT_BADINPUT;
 	}
 	if (!quiet) {
-		fprintf(stderr, "perfgraft: gperf: %s: %llu records, %llu samples in %llu distinct stacks, period %llu us, %llu executable mappings (%llu build-ids) -> %llu samples of %s (pid %u), %llu frames dropped (0 or above user space), %llu samples without a frame; %s written (%.1f MB) in %.2f s\n",
+		fprintf(stderr, "perfgraft: gperf: %s: %llu records, %llu samples in %llu distinct stacks, period %llu us, %llu executable mappings (%llu build-ids) -> %llu samples of %s (pid %u)%s, %llu frames dropped (0 or above user space), %llu samples without a frame; %s written (%.1f MB) in %.2f s\n",
 			go.profile, (unsigned long long)st.profile.records,
 			(unsigned long long)st.profile.samples, (unsigned long long)st.stacks,
 			(unsigned long long)(st.period_ns / 1000), (unsigned long long)st.mmaps,
 			(unsigned long long)st.build_ids, (unsigned long long)st.samples, st.comm,
-			st.pid, (unsigned long long)st.dropped_frames,
+			st.pid, st.weighted ? ", one per distinct stack weighted by its ticks" : "",
+			(unsigned long long)st.dropped_frames,
 			(unsigned long long)st.dropped_samples, go.output, st.out_bytes / 1e6,
 			now_seconds() - t0);
 	}

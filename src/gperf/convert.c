@@ -4,12 +4,20 @@
  * One process (the profile has no pid or tid): a COMM, an MMAP2 for every
  * executable mapping of the profile's maps text (exact pgoff, prot, flags,
  * path, inode; the build-id of the file at that path when it is an ELF),
- * then one cpu-clock SAMPLE per counted tick: IP = the interrupted PC, call
- * chain = that PC and the return addresses minus 1 (so a call that ends a
- * function stays in it, as pprof attributes it), period = the profile's
- * sampling period in ns, times strictly increasing after the mappings.
- * Frames pprof drops are dropped: address 0 (the end of an unwind) and
- * addresses above user space ([vsyscall]). */
+ * then cpu-clock SAMPLEs: IP = the interrupted PC, call chain = that PC and
+ * the return addresses minus 1 (so a call that ends a function stays in
+ * it, as pprof attributes it).  While the profile counts at most
+ * max_samples ticks, one SAMPLE per tick with period = the sampling period
+ * in ns, as `perf record -c` writes a fixed-period profile (what counts
+ * records - perf report -n, stackcollapse scripts - then counts ticks);
+ * above it, one SAMPLE per distinct stack whose period is its count times
+ * the sampling period, so that the output is bounded by the distinct
+ * stacks whatever the counts (a damaged count near 4e9 must not write for
+ * hours).  perf's period-weighted answers (overhead, period, annotate's
+ * percentages) are the same either way.  A sample's time is T0 + the
+ * ticks written so far (its own included) x the period.  Frames pprof
+ * drops are dropped: address 0 (the end of an unwind) and addresses above
+ * user space ([vsyscall]). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,7 +206,8 @@ static int write_mmaps(struct conv *cv)
 static int write_samples(struct conv *cv)
 {
 	struct pg_buf *b = &cv->rec;
-	uint64_t t = T0;
+	uint64_t t = T0, period = cv->st->period_ns;
+	bool weighted = cv->st->weighted;
 	int ret = 0;
 
 	for (size_t i = 0; !ret && i < pg_gperf_stack_count(cv->g); i++) {
@@ -214,7 +223,8 @@ static int write_samples(struct conv *cv)
 		pg_buf_u32(b, cv->st->pid);
 		time_at = b->len;
 		pg_buf_u64(b, 0);
-		pg_buf_u64(b, cv->st->period_ns);
+		/* the caller checked that every count x period fits */
+		pg_buf_u64(b, weighted ? s->count * period : period);
 		nr_at = b->len;
 		pg_buf_u64(b, 0);
 		pg_buf_u64(b, PERF_CONTEXT_USER);
@@ -241,16 +251,48 @@ static int write_samples(struct conv *cv)
 		pg_buf_put64(b, nr_at, n + 1);
 		b->p[6] = (uint8_t)(b->len & 0xff);
 		b->p[7] = (uint8_t)(b->len >> 8);
-		for (uint64_t c = 0; !ret && c < s->count; c++) {
-			t += cv->st->period_ns;
+		for (uint64_t c = 0; !ret && c < (weighted ? 1 : s->count); c++) {
+			t += weighted ? s->count * period : period;
 			pg_buf_put64(b, time_at, t);
 			ret = pg_pdw_write(cv->w, b->p, b->len, NULL, 0);
 			if (!ret)
 				ret = put_round(cv, false);
 			cv->st->samples++;
 		}
+		cv->st->ticks += s->count;
 	}
 	return ret ? ret : put_round(cv, true);
+}
+
+/* Chooses one SAMPLE per tick or per distinct stack and checks that the
+ * periods and times fit perf's 64-bit sums. */
+static int plan_samples(struct conv *cv, uint64_t period_us)
+{
+	const struct pg_gperf_opts *o = cv->o;
+	struct pg_gperf_convert_stats *st = cv->st;
+	uint64_t max = o->max_samples ? o->max_samples : PG_GPERF_DEFAULT_MAX_SAMPLES;
+	uint64_t total_ns, ticks = st->profile.samples;
+	uint64_t big = st->profile.max_count, big_at = st->profile.max_count_at;
+
+	if (__builtin_mul_overflow(period_us, 1000, &st->period_ns))
+		return pg_err(cv->diag, -EINVAL, "%s: offset %u: a sampling period of %llu us does not fit perf's 64-bit nanoseconds: a damaged header?",
+			      o->profile, 3 * pg_gperf_header(cv->g)->word_bits / 8,
+			      (unsigned long long)period_us);
+	/* perf sums the periods and orders the times in 64 bits: 584 years
+	 * of ticks in all is damage, not a profile */
+	if (__builtin_mul_overflow(ticks, st->period_ns, &total_ns) ||
+	    total_ns > UINT64_MAX - T0)
+		return pg_err(cv->diag, -EFBIG, "%s: offset %llu: a count of %llu makes %llu ticks of %llu ns in all, more than perf's 64-bit sums of periods and times hold: a damaged count?",
+			      o->profile, (unsigned long long)big_at, (unsigned long long)big,
+			      (unsigned long long)ticks, (unsigned long long)st->period_ns);
+	st->weighted = o->weighted || ticks > max;
+	if (st->weighted && !o->weighted)
+		pg_warn(cv->diag, "%s: %llu ticks, more than --max-samples %llu: written as one sample per distinct stack (%zu) whose period is its ticks x %llu ns (largest record count %llu, offset %llu%s); perf report's overhead and period and perf annotate's percentages stay pprof's counts, perf report -n and sample-counting scripts (stackcollapse) count stacks",
+			o->profile, (unsigned long long)ticks, (unsigned long long)max,
+			pg_gperf_stack_count(cv->g), (unsigned long long)st->period_ns,
+			(unsigned long long)big, (unsigned long long)big_at,
+			big > max ? ": a damaged count?" : "");
+	return 0;
 }
 
 int pg_gperf_convert(const struct pg_gperf_opts *o, struct pg_diag *diag,
@@ -268,7 +310,6 @@ int pg_gperf_convert(const struct pg_gperf_opts *o, struct pg_diag *diag,
 	h = pg_gperf_header(cv.g);
 	pg_gperf_stats(cv.g, &st->profile);
 	st->stacks = pg_gperf_stack_count(cv.g);
-	st->period_ns = (h->period_us ? h->period_us : PG_GPERF_DEFAULT_PERIOD_US) * 1000;
 	st->pid = o->pid >= 0 ? (uint32_t)o->pid : pid_from_name(o->profile);
 	mp = main_path(cv.g);
 	if (o->comm)
@@ -277,23 +318,8 @@ int pg_gperf_convert(const struct pg_gperf_opts *o, struct pg_diag *diag,
 		snprintf(st->comm, sizeof(st->comm), "%s", (slash = strrchr(mp, '/')) ? slash + 1 : mp);
 	else
 		snprintf(st->comm, sizeof(st->comm), "gperf");
-	uint64_t max = o->max_samples ? o->max_samples : PG_GPERF_DEFAULT_MAX_SAMPLES;
-
-	if (st->profile.samples > max) {
-		const struct pg_gperf_stack *big = NULL;
-
-		for (size_t i = 0; i < st->stacks; i++) {	/* name the biggest count */
-			const struct pg_gperf_stack *s = pg_gperf_stack(cv.g, i);
-
-			if (!big || s->count > big->count)
-				big = s;
-		}
-		ret = pg_err(diag, -EFBIG, "%s: offset %llu: a count of %llu makes %llu samples in all, more than %llu: a damaged count?",
-			     o->profile, (unsigned long long)big->offset,
-			     (unsigned long long)big->count,
-			     (unsigned long long)st->profile.samples, (unsigned long long)max);
+	if ((ret = plan_samples(&cv, h->period_us ? h->period_us : PG_GPERF_DEFAULT_PERIOD_US)) < 0)
 		goto out;
-	}
 	if (st->profile.samples && !pg_gperf_mapping_count(cv.g))
 		pg_warn(diag, "%s: no mapped objects: perf will show every address as unknown",
 			o->profile);

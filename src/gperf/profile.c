@@ -243,6 +243,10 @@ static int read_records(pg_gperf *g, struct pg_diag *d, size_t *text_at)
 			return pg_err(d, -ENOMEM, "out of memory");
 		g->st.records++;
 		g->st.samples = sat_add(g->st.samples, count);
+		if (count > g->st.max_count) {	/* where a damaged count is likeliest */
+			g->st.max_count = count;
+			g->st.max_count_at = rec;
+		}
 	}
 	pg_warn(d, "%s: offset %zu: no trailer: the profile ends inside its binary part (was the process killed before ProfilerStop?); everything before it is used, no mapped objects",
 		g->name, g->size);
@@ -381,6 +385,19 @@ static int read_maps(pg_gperf *g, size_t at, struct pg_diag *d)
 		return pg_err(d, -ENOMEM, "out of memory");
 	memcpy(g->text, g->base + at, n);
 	g->text[n] = 0;
+	if (n && g->text[n - 1] != '\n') {
+		/* gperftools ends every line with a newline: a last line
+		 * without one was cut (a path cut to its directory would map
+		 * the program to that directory), so it is not used */
+		char *last = memrchr(g->text, '\n', n);
+		size_t full = last ? (size_t)(last - g->text) + 1 : 0;
+
+		pg_warn(d, "%s: offset %zu: the mapped-objects text is truncated: its last line (%zu bytes) has no newline; the profile is cut short: that line is not used, the complete lines before it are",
+			g->name, at + full, n - full);
+		g->st.truncated_at = at + full;
+		g->st.ignored_lines++;
+		n = full;
+	}
 	line = g->text;
 	while (line < g->text + n) {
 		char *nl = memchr(line, '\n', (size_t)(g->text + n - line)), *end;
