@@ -17,10 +17,11 @@
  *	perf record -k mono ... ./myjit ; perfgraft inject -i perf.data
  *	(or perf inject --jit)
  *
- * Where the dump goes (pg_jitwriter_opts.dir).  The file is always named
+ * Where the dump goes (pg_jitwriter_opts.dir).  The file is named
  * jit-<pid>.dump, <pid> being getpid() of the opening process: perf (6.1)
- * ignores a dump whose digits are not the tgid of the process that mapped
- * it, and perfgraft applies the same rule.
+ * finds only that name, and ignores a dump whose digits are not the tgid
+ * of the process that mapped it.  (pg_jitwriter_open_as() takes another
+ * name; perfgraft inject finds such a dump by its header.)
  *   - dir set: <dir>/jit-<pid>.dump.  The directory must exist.  "." is the
  *     current directory (what V8/node --perf-prof and wasmtime do); any
  *     relative dir is taken from the current directory at open time.
@@ -183,6 +184,17 @@ struct pg_jit_func {
  * nothing is left on disk. */
 int pg_jitwriter_open(const struct pg_jitwriter_opts *opts, struct pg_diag *diag,
 		      pg_jitwriter **out);
+
+/* pg_jitwriter_open() with file_name instead of jit-<pid>.dump (NULL: that
+ * default), in the same directory, with the same header, marker and
+ * rules.  For producers with a naming of their own and for testing
+ * discovery: JavaScriptCore (Bun, WebKit) names its dump
+ * jit-<tid>-<pid>.dump.  perf inject --jit (6.1) finds only
+ * jit-<pid>.dump; perfgraft inject finds any name the process mapped, by
+ * the header's magic and pid.  file_name: 1..NAME_MAX bytes, no '/', not
+ * "." or ".." (else -EINVAL). */
+int pg_jitwriter_open_as(const struct pg_jitwriter_opts *opts, const char *file_name,
+			 struct pg_diag *diag, pg_jitwriter **out);
 
 /* Absolute path of the dump; owned by the writer, valid until
  * pg_jitwriter_close(). */

@@ -315,8 +315,22 @@ static bool prefix_ok(const char *p)
 	return n && n <= PREFIX_MAX && !strchr(p, '/') && strcmp(p, ".") && strcmp(p, "..");
 }
 
+/* A file name of its own: 1..NAME_MAX bytes, no '/', not . or .. */
+static bool file_name_ok(const char *p)
+{
+	size_t n = strlen(p);
+
+	return n && n <= NAME_MAX && !strchr(p, '/') && strcmp(p, ".") && strcmp(p, "..");
+}
+
 int pg_jitwriter_open(const struct pg_jitwriter_opts *opts, struct pg_diag *diag,
 		      pg_jitwriter **out)
+{
+	return pg_jitwriter_open_as(opts, NULL, diag, out);
+}
+
+int pg_jitwriter_open_as(const struct pg_jitwriter_opts *opts, const char *file_name,
+			 struct pg_diag *diag, pg_jitwriter **out)
 {
 	static const struct pg_jitwriter_opts defaults;
 	struct pg_jitwriter *w;
@@ -344,6 +358,10 @@ int pg_jitwriter_open(const struct pg_jitwriter_opts *opts, struct pg_diag *diag
 	mode = opts->mode ? opts->mode : 0644;
 	if (opts->dir && !*opts->dir)
 		return pg_err(diag, -EINVAL, "jitdump directory is an empty string");
+	if (file_name && !file_name_ok(file_name))
+		return pg_err(diag, -EINVAL,
+			      "jitdump file name \"%s\" is not usable (1..%d bytes, no '/', not . or ..)",
+			      file_name, NAME_MAX);
 
 	w = calloc(1, sizeof(*w));
 	if (!w)
@@ -372,7 +390,7 @@ int pg_jitwriter_open(const struct pg_jitwriter_opts *opts, struct pg_diag *diag
 		made_dir = true;
 	}
 	snprintf(name, sizeof(name), "jit-%u.dump", w->pid);
-	w->path = join(strcmp(dir, "/") ? dir : "", name);
+	w->path = join(strcmp(dir, "/") ? dir : "", file_name ? file_name : name);
 	if (!w->path) {
 		ret = pg_err(diag, -ENOMEM, "jitdump writer: out of memory");
 		goto fail;

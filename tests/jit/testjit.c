@@ -3,7 +3,7 @@
  * library's jitdump writer (include/perfgraft/jitwriter.h).  Driven by
  * tests/test_jitwriter.py.
  *
- *   testjit run [-d DIR | -c] [-p PREFIX] [-m MS]
+ *   testjit run [-d DIR | -c] [-p PREFIX] [-J | -N NAME] [-m MS]
  *	Two threads each generate two functions into memory of their own
  *	(RW, then mprotect RX) and announce them with DEBUG_INFO rows for
  *	"testjit.src"; one of them (jit_spin_cfi) is frameless and comes with
@@ -15,7 +15,7 @@
  *	control for the unwinding test).  Prints "pid N", "dump PATH", one "func NAME ADDR SIZE INDEX
  *	LINES" per function ("line:addr,..."), "move INDEX OLD NEW SIZE" and
  *	"marker LINE-OF-/proc/self/maps".
- *   testjit emit [-d DIR | -c] [-p PREFIX]
+ *   testjit emit [-d DIR | -c] [-p PREFIX] [-J | -N NAME]
  *	Announces one function and closes; prints the same lines, no running.
  *   testjit flood [-d DIR | -c] [-n N] [-s BYTES]
  *	Two threads announce functions in a loop ("flood-tT-SEQ", BYTES of
@@ -29,11 +29,22 @@
  *
  * Directory: -d DIR explicit, -c the current directory, else the writer's
  * $JITDUMPDIR/$HOME convention; TESTJIT_DIR in the environment stands for
- * -d when neither is given.  Exit status 0, 1 on failure, 2 on usage
- * errors, 77 when not on x86-64. */
+ * -d when neither is given.
+ * File name (pg_jitwriter_open_as()): jit-<pid>.dump by default (perf's
+ * rule); -J JavaScriptCore's jit-<tid>-<pid>.dump, the writer opened by a
+ * thread of its own so that <tid> is not <pid> (JSC opens it in whichever
+ * thread first logs code, often a compiler thread: WebKit's
+ * Source/JavaScriptCore/assembler/PerfLog.cpp, PerfLog::PerfLog(), which
+ * in 2025 made FileSystem::createDumpFile("jit-" + getCurrentThreadID() +
+ * "-" + getCurrentProcessID(), ".dump", Options::jitDumpDirectory()), read
+ * in the WebKit fork kern0x1b/WebKit at 48ee4be5; Bun passes it on as
+ * BUN_JSC_useJITDump=1); -N NAME any name (e.g. code.bin), to show that
+ * a dump is known by its header, not its name.
+ * Exit status 0, 1 on failure, 2 on usage errors, 77 when not on x86-64. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -69,6 +80,9 @@ static uint64_t now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+static const char *file_name;	/* -N */
+static bool jsc_name;		/* -J */
 
 #if defined(__x86_64__)
 
@@ -300,18 +314,46 @@ static void print_marker(const char *path)
 	fclose(m);
 }
 
-static pg_jitwriter *open_writer(const char *dir, const char *prefix)
-{
-	struct pg_jitwriter_opts o = { .dir = dir, .prefix = prefix };
-	struct pg_diag d = { 0 };
+struct opener {
+	const char *dir, *prefix;
 	pg_jitwriter *w;
-	int ret = pg_jitwriter_open(&o, &d, &w);
+};
 
+static void *open_thread(void *arg)
+{
+	struct opener *op = arg;
+	struct pg_jitwriter_opts o = { .dir = op->dir, .prefix = op->prefix };
+	struct pg_diag d = { 0 };
+	char jsc[64];
+	int ret;
+
+	if (jsc_name)
+		snprintf(jsc, sizeof(jsc), "jit-%ld-%d.dump", (long)syscall(SYS_gettid),
+			 (int)getpid());
+	ret = pg_jitwriter_open_as(&o, jsc_name ? jsc : file_name, &d, &op->w);
 	if (ret < 0)
 		die("open", &d, ret);
-	printf("pid %d\ndump %s\n", (int)getpid(), pg_jitwriter_path(w));
+	return NULL;
+}
+
+static pg_jitwriter *open_writer(const char *dir, const char *prefix)
+{
+	struct opener op = { dir, prefix, NULL };
+
+	if (jsc_name) {
+		/* JSC's file is named by the thread that opens it */
+		pthread_t th;
+		int ret = pthread_create(&th, NULL, open_thread, &op);
+
+		if (ret != 0)
+			die("pthread_create", NULL, ret);
+		pthread_join(th, NULL);
+	} else {
+		open_thread(&op);
+	}
+	printf("pid %d\ndump %s\n", (int)getpid(), pg_jitwriter_path(op.w));
 	fflush(stdout);
-	return w;
+	return op.w;
 }
 
 static void announce(pg_jitwriter *w, struct func *f)
@@ -634,6 +676,34 @@ static int do_selftest(const char *dir)
 	CHECK(ret == -ENOENT && strstr(d.err, sub), "%d %s", ret, d.err);
 	CHECK(pg_jitwriter_open(NULL, &d, NULL) == -EINVAL, "%s", d.err);
 	CHECK(pg_jitwriter_close(NULL, &d) == 0, "close(NULL)");
+	o = (struct pg_jitwriter_opts){ .dir = dir };
+	ret = pg_jitwriter_open_as(&o, "a/b.dump", &d, &w);
+	CHECK(ret == -EINVAL && !w && strstr(d.err, "a/b.dump"), "%d %s", ret, d.err);
+	CHECK(pg_jitwriter_open_as(&o, "", &d, &w) == -EINVAL, "%s", d.err);
+	CHECK(pg_jitwriter_open_as(&o, "..", &d, &w) == -EINVAL, "%s", d.err);
+	{
+		char longname[NAME_MAX + 2];
+
+		memset(longname, 'x', sizeof(longname) - 1);
+		longname[sizeof(longname) - 1] = '\0';
+		CHECK(pg_jitwriter_open_as(&o, longname, &d, &w) == -EINVAL, "%s", d.err);
+	}
+
+	/* a name of the caller's: same header and marker, another path */
+	ret = pg_jitwriter_open_as(&o, "code.bin", &d, &w);
+	CHECK(ret == 0, "open_as: %s", d.err);
+	if (ret == 0) {
+		snprintf(path, sizeof(path), "%s/code.bin", dir);
+		CHECK(!strcmp(pg_jitwriter_path(w), path), "path %s, expected %s",
+		      pg_jitwriter_path(w), path);
+		CHECK(file_size(path) == 40, "size after open_as %lld",
+		      (long long)file_size(path));
+		CHECK(maps_has(path, perms, &maplen) && !strcmp(perms, "r-xp"),
+		      "marker mapping of code.bin: perms %s", perms);
+		CHECK(pg_jitwriter_close(w, &d) == 0, "close: %s", d.err);
+		w = NULL;
+		unlink(path);
+	}
 
 	/* a symlink in the dump's place is refused, its target untouched */
 	snprintf(sub, sizeof(sub), "%s/sym", dir);
@@ -845,8 +915,8 @@ static int do_selftest(const char *dir)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: testjit run [-d DIR | -c] [-p PREFIX] [-m MS] [-u]\n"
-		"       testjit emit [-d DIR | -c] [-p PREFIX]\n"
+		"usage: testjit run [-d DIR | -c] [-p PREFIX] [-J | -N NAME] [-m MS] [-u]\n"
+		"       testjit emit [-d DIR | -c] [-p PREFIX] [-J | -N NAME]\n"
 		"       testjit flood [-d DIR | -c] [-n N] [-s BYTES]\n"
 		"       testjit selftest DIR\n");
 	exit(2);
@@ -865,7 +935,7 @@ int main(int argc, char **argv)
 	if (dir && !*dir)
 		dir = NULL;
 	optind = 2;
-	while ((c = getopt(argc, argv, "d:cp:m:n:s:u")) != -1) {
+	while ((c = getopt(argc, argv, "d:cp:m:n:s:uJN:")) != -1) {
 		char *end;
 
 		switch (c) {
@@ -873,6 +943,8 @@ int main(int argc, char **argv)
 		case 'c': dir = "."; break;
 		case 'p': prefix = optarg; break;
 		case 'u': nocfi = true; break;
+		case 'J': jsc_name = true; break;
+		case 'N': file_name = optarg; break;
 		case 'm':
 		case 'n':
 		case 's':
@@ -884,7 +956,7 @@ int main(int argc, char **argv)
 		default: usage();
 		}
 	}
-	if (ms > 100000 || sz < 64 || sz > (1ul << 20))
+	if (ms > 100000 || sz < 64 || sz > (1ul << 20) || (jsc_name && file_name))
 		usage();
 #if !defined(__x86_64__)
 	(void)dir, (void)prefix, (void)mode, (void)ms, (void)n, (void)sz, (void)nocfi;
