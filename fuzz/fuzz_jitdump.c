@@ -197,7 +197,8 @@ static void build_images(const uint8_t *data, size_t size)
 			sink += place.pgoff + place.map_len + im->nfuncs;
 		}
 	}
-	(void)pg_elfset_finish(set);
+	if (pg_elfset_finish(set) == 0)
+		(void)pg_elfset_commit(set);
 
 	n = pg_elfset_count(set);
 	for (size_t i = 0; i < n; i++) {

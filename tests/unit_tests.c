@@ -246,6 +246,7 @@ static void test_image_lines(bool be)
 	while (pg_jitdump_next(jd, &r) > 0 && n < 2)
 		CHECK(pg_elfset_add(set, &r.u.load, &pl[n++]) == 0, "add: %s", d.err);
 	CHECK(pg_elfset_finish(set) == 0, "finish: %s", d.err);
+	CHECK(pg_elfset_commit(set) == 0, "commit: %s", d.err);
 	CHECK(pg_elfset_count(set) == 1 && pl[0].image == pl[1].image, "one packed image");
 	CHECK(pl[0].pgoff % 16 == 0 && pl[1].pgoff >= pl[0].pgoff + sizeof(code1), "placements");
 

@@ -16,12 +16,21 @@
  * with pgoff == placement offset resolves ip - start + pgoff to the
  * symbol.
  *
- * Files are written atomically: a hidden temporary file in the directory,
- * renamed over the final name (mode 0644 less the umask), never through a
- * symlink and never rewritten in place; names come from the prefix and
- * code_index only, never from the JIT's function names.  Build-ids are
- * SHA-1 digests of the dump's identity and the image's contents:
- * deterministic for the same input, distinct between images.
+ * Files are written as hidden temporary files in the directory
+ * (".NAME.pgtmp-PID-RRRRRR", mode 0644 less the umask) and get their final
+ * names only at pg_elfset_commit(), so that a run that fails half-way
+ * leaves the directory as it found it; never through a symlink and never
+ * rewritten in place; names come from the prefix and code_index only,
+ * never from the JIT's function names.  Build-ids are SHA-1 digests of the
+ * dump's identity and the image's contents: deterministic for the same
+ * input, distinct between images.  An existing regular file that already
+ * has an image's name and build-id is that image: it is used as it is
+ * (reused), not written again, and never removed by this set.
+ * Temporary files whose process is gone (a run killed by SIGKILL) are
+ * removed from the directory by pg_elfset_new().  Files this process has
+ * not yet committed and kept are listed for removal by a SIGINT/SIGTERM/
+ * SIGHUP handler that calls the library's cleanup (the perfgraft command
+ * installs one).
  *
  * Errors: 0 on success, a negative errno with the message in the pg_diag
  * given to pg_elfset_new().  Threads: a set (and its pg_diag) is used by
@@ -55,6 +64,8 @@ struct pg_elfset_opts {
 	 * data written earlier keeps resolving); the name is known once the
 	 * image is written */
 	bool build_id_names;
+	/* refuse a dir that is a symbolic link (the default OUTPUT.d) */
+	bool dir_nofollow;
 };
 
 /* Where a LOAD's code landed. */
@@ -74,6 +85,8 @@ struct pg_elf_image {
 	uint64_t nfuncs;
 	bool has_cfi;		/* real .eh_frame with FDEs */
 	bool written;
+	bool reused;		/* an identical file was already there */
+	uint64_t dev, ino;	/* st_dev and st_ino of the file (kept by rename) */
 };
 
 typedef struct pg_elfset pg_elfset;
@@ -95,25 +108,41 @@ int pg_elfset_new(const struct pg_jd_header *hdr, const char *dump_name,
  * own, written in this call).  Returns 0, 1 when nothing was placed (a
  * LOAD without code, or a name over 1 MiB: a warning), or a negative
  * errno: -ENOMEM, -EIO when libelf cannot write the image, or the errno of
- * creating or renaming the file (-EACCES, -ENOSPC, ...).  A failure leaves
- * the images written before it in place. */
+ * creating or writing the file (-EACCES, -ENOSPC, ...; the message names
+ * the file).  A failure leaves the images written before it pending. */
 int pg_elfset_add(pg_elfset *set, const struct pg_jd_load *ld,
 		  struct pg_elf_place *out);
 /* Writes the packed image still open, if any.  Returns 0 or a negative
  * errno as pg_elfset_add().  A later pg_elfset_add() starts a new packed
  * image. */
 int pg_elfset_finish(pg_elfset *set);
+/* Renames every image written so far (and not reused) to its final name,
+ * replacing a different file of that name.  Committed files stay listed
+ * for removal on a signal until pg_elfset_keep() or pg_elfset_free().
+ * Returns 0, or the errno of a rename (the images before it are
+ * committed: pg_elfset_discard() removes them). */
+int pg_elfset_commit(pg_elfset *set);
+/* The committed files are the caller's for good: no longer removed on a
+ * signal. */
+void pg_elfset_keep(pg_elfset *set);
+/* Removes every file this set wrote: temporaries, and committed images it
+ * created; reused files stay.  Use it when the output the images were for
+ * failed. */
+void pg_elfset_discard(pg_elfset *set);
 /* Images registered so far, written or not (an open packed image counts). */
 size_t pg_elfset_count(const pg_elfset *set);
 /* Image i (the index of pg_elf_place.image), or NULL when i is out of
  * range.  The struct and its strings belong to the set and are valid only
  * until the next pg_elfset_add(), pg_elfset_finish() or pg_elfset_free():
  * the array may move, and with build_id_names path is replaced when the
- * image is written.  written tells whether the file exists; size,
- * build_id, nfuncs and has_cfi are meaningful only then. */
+ * image is written.  written tells whether the image is complete (as a
+ * temporary until pg_elfset_commit(), or reused); size, build_id, nfuncs,
+ * has_cfi, dev and ino are meaningful only then.  path names the final
+ * file, which exists once committed (or when reused). */
 const struct pg_elf_image *pg_elfset_image(const pg_elfset *set, size_t i);
 /* Frees the set.  A packed image still open is dropped, not written;
- * files already written stay.  NULL is a no-op. */
+ * temporaries not committed are removed, committed files stay (kept).
+ * NULL is a no-op. */
 void pg_elfset_free(pg_elfset *set);
 
 #ifdef __cplusplus

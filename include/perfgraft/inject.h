@@ -36,6 +36,10 @@ struct pg_inject_opts {
 	/* called with the fraction of the input done, at most 4 times/s */
 	void (*progress)(void *ctx, double done);
 	void *progress_ctx;
+	/* called for each dump found through a recorded mmap, before it is
+	 * read: its path, pid and how it was recognised */
+	void (*found)(void *ctx, const char *path, uint32_t pid, const char *how);
+	void *found_ctx;
 };
 
 /* What pg_inject() did; zeroed at its start and filled as it goes, so

@@ -164,8 +164,12 @@ uint64_t pg_perfdata_data_size(const pg_perfdata *pd);
 
 /* 1: *rec filled (valid until the next call); 0: end; negative errno:
  * damaged at the offset named in diag->err.  COMPRESSED records are
- * replaced by the records they hold.  A truncated last record, or
- * compressed bytes left over at the end, is a warning and the end.  The
+ * replaced by the records they hold, decompressed a window at a time
+ * (memory does not grow with their contents); one that decompresses to
+ * more than the COMPRESSED feature's mmap_len (8 MiB when the input gives
+ * none) is damage, as are more than 16 MiB of HEADER_ATTR records.  A
+ * truncated last record, or compressed bytes left over at the end, is a
+ * warning and the end.  The
  * record's bytes and extra point into the mapping or into buffers of the
  * handle: copy what must outlive the next call.  After 0 or an error the
  * walk is over (later calls return 0) until pg_perfdata_rewind(). */
@@ -248,7 +252,13 @@ int pg_pdw_mmap2(pg_pdw *w, const struct pg_pd_attr *a, const struct pg_pdw_mmap
 /* Finishes (file mode: feature sections, attrs, then the header), flushes
  * and renames into place; frees w in every case (w must not be NULL).
  * Returns 0, or a negative errno (a file output is then removed). */
-int pg_pdw_close(pg_pdw *w);	/* finishes and renames; frees w */
+/* Writes everything out (header, features, the last records) and closes
+ * the file, without giving it its name yet: a caller with files of its
+ * own to put in place first (images) does that between this and
+ * pg_pdw_close().  Returns 0 or the write error; no more records after
+ * it. */
+int pg_pdw_finish(pg_pdw *w);
+int pg_pdw_close(pg_pdw *w);	/* finishes (if needed) and renames; frees w */
 /* Removes the partial output (standard output keeps what was written);
  * frees w.  NULL is a no-op. */
 void pg_pdw_abort(pg_pdw *w);	/* removes the partial output; frees w */

@@ -30,6 +30,13 @@ void json_str(FILE *f, const char *s);		/* quoted JSON string (U+FFFD for bad by
 void json_hex(FILE *f, const char *s);		/* quoted hex of the raw bytes */
 void json_warnings_error(FILE *f, const struct cli_warnings *w, const char *err);
 double now_seconds(void);
+
+/* safety.c */
+void cli_signals_init(void);	/* SIGINT/TERM/HUP remove the run's temporaries */
+void cli_pipe_output(void);	/* EPIPE instead of SIGPIPE: for perf.data writers */
+bool cli_same_file(const char *output, const char *input);
+int cli_refuse_same(const char *output, const char *input);	/* -1 with a message */
+int cli_cfi_layout(const char *arg, bool *perf_5_19);	/* -1 with a message */
 bool progress_due(double *next);
 
 int cmd_dump(int argc, char **argv);

@@ -5,23 +5,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <perfgraft/elfimage.h>
 #include "cli/cli.h"
 
 static void do_help(FILE *f)
 {
-	fprintf(f, "usage: perfgraft elf [-o DIR] [--per-function] [--perf-unwind-5.19] [--prefix NAME]\n"
-		   "                     [--pack-limit BYTES] [--list] [-q] [-v] JITDUMP\n\n"
+	fprintf(f, "usage: perfgraft elf [-o DIR] [--per-function] [--cfi-layout standard|perf-5.19]\n"
+		   "                     [--prefix NAME] [--pack-limit BYTES] [--list] [-q] [-v] JITDUMP\n\n"
 		   "Writes ELF images with the code, symbols, DWARF line tables and unwind\n"
 		   "tables of every function in JITDUMP.  Functions without CFI share packed\n"
 		   "images; a function with CFI gets an image of its own.\n\n"
-		   "  -o, --output DIR    directory for the images (default: .)\n"
+		   "  -o, --output DIR    directory for the images, created when missing (default: .)\n"
 		   "  --per-function      one image per function, as perf inject --jit writes\n"
 		   "  --prefix NAME       image file name prefix (default: jitted-PID)\n"
 		   "  --pack-limit BYTES  code bytes per packed image (default: 256 MiB)\n"
-		   "  --perf-unwind-5.19  lay out images with CFI for perf 5.19..6.7 built with\n"
-		   "                      libunwind and without the 2023 base-address fix\n"
+		   "  --cfi-layout L      lay out images with CFI for the perf that reads them:\n"
+		   "                      standard (default), or perf-5.19 for perf 5.19..6.7\n"
+		   "                      built with libunwind and without the 2023 fix\n"
 		   "  -l, --list          print where each function landed (tab-separated:\n"
 		   "                      index, code_addr, size, image, pgoff, map_len, name)\n"
 		   "  -q, --quiet         no summary on stderr\n"
@@ -29,25 +31,16 @@ static void do_help(FILE *f)
 		   "  -h, --help          this text\n");
 }
 
-/* Removes what this run wrote: a failed run leaves no partial set. */
-static void remove_images(pg_elfset *set)
-{
-	for (size_t i = 0; i < pg_elfset_count(set); i++) {
-		const struct pg_elf_image *im = pg_elfset_image(set, i);
-
-		if (im->written)
-			unlink(im->path);
-	}
-}
-
 int cmd_elf(int argc, char **argv)
 {
-	enum { OPT_PER_FUNCTION = 256, OPT_PREFIX, OPT_PACK_LIMIT, OPT_UNWIND_519 };
+	enum { OPT_PER_FUNCTION = 256, OPT_PREFIX, OPT_PACK_LIMIT, OPT_CFI, OPT_UNWIND_519 };
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "per-function", no_argument, NULL, OPT_PER_FUNCTION },
 		{ "prefix", required_argument, NULL, OPT_PREFIX },
 		{ "pack-limit", required_argument, NULL, OPT_PACK_LIMIT },
+		{ "cfi-layout", required_argument, NULL, OPT_CFI },
+		/* the old spelling, before inject's --cfi-layout was shared */
 		{ "perf-unwind-5.19", no_argument, NULL, OPT_UNWIND_519 },
 		{ "list", no_argument, NULL, 'l' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -74,6 +67,10 @@ int cmd_elf(int argc, char **argv)
 		case OPT_PER_FUNCTION: eo.per_function = true; break;
 		case OPT_PREFIX: eo.prefix = optarg; break;
 		case OPT_UNWIND_519: eo.cfi_layout_perf_5_19 = true; break;
+		case OPT_CFI:
+			if (cli_cfi_layout(optarg, &eo.cfi_layout_perf_5_19) < 0)
+				return EXIT_USAGE;
+			break;
 		case OPT_PACK_LIMIT:
 			errno = 0;
 			eo.pack_limit = strtoull(optarg, &end, 0);
@@ -94,6 +91,11 @@ int cmd_elf(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	cli_diag_init(&diag, &w);
+	/* DIR is created as inject creates OUTPUT.d (its parent must exist) */
+	if (mkdir(eo.dir, 0755) < 0 && errno != EEXIST) {
+		cli_error("%s: %s", eo.dir, strerror(errno));
+		return EXIT_BADINPUT;
+	}
 	ret = pg_jitdump_open(argv[optind], 0, &diag, &jd);
 	if (ret < 0) {
 		cli_error("%s", diag.err);
@@ -134,11 +136,15 @@ int cmd_elf(int argc, char **argv)
 	}
 	if (ret == 0)
 		ret = pg_elfset_finish(set);
+	/* the images take their names only when every one is written: a
+	 * failed run leaves DIR as it was */
+	if (ret == 0)
+		ret = pg_elfset_commit(set);
 	if (next_progress > 0)
 		fprintf(stderr, "\r\033[K");
 	if (ret < 0) {
 		cli_error("%s", diag.err);
-		remove_images(set);
+		pg_elfset_discard(set);
 		status = EXIT_BADINPUT;
 	} else if (!quiet) {
 		size_t n = pg_elfset_count(set), ncfi = 0, npack = 0;

@@ -38,6 +38,12 @@ static void progress(void *ctx, double done)
 		fprintf(stderr, "\rperfgraft: inject: %3d%%", (int)(100 * done));
 }
 
+static void found(void *ctx, const char *path, uint32_t pid, const char *how)
+{
+	(void)ctx;
+	fprintf(stderr, "perfgraft: inject: jitdump %s of pid %u, found by %s\n", path, pid, how);
+}
+
 int cmd_inject(int argc, char **argv)
 {
 	enum { OPT_JITDUMP = 256, OPT_JITDUMP_DIR, OPT_IMAGE_DIR, OPT_PER_FUNCTION, OPT_CFI };
@@ -74,17 +80,16 @@ int cmd_inject(int argc, char **argv)
 		case OPT_JITDUMP_DIR: io.jitdump_dir = optarg; break;
 		case OPT_IMAGE_DIR: io.image_dir = optarg; break;
 		case OPT_PER_FUNCTION: io.per_function = true; break;
-		case OPT_CFI:
-			if (!strcmp(optarg, "standard"))
-				io.cfi_layout = PG_CFI_LAYOUT_STANDARD;
-			else if (!strcmp(optarg, "perf-5.19"))
-				io.cfi_layout = PG_CFI_LAYOUT_PERF_5_19;
-			else {
-				cli_error("--cfi-layout takes standard or perf-5.19, not '%s'", optarg);
+		case OPT_CFI: {
+			bool compat;
+
+			if (cli_cfi_layout(optarg, &compat) < 0) {
 				free(dumps);
 				return EXIT_USAGE;
 			}
+			io.cfi_layout = compat ? PG_CFI_LAYOUT_PERF_5_19 : PG_CFI_LAYOUT_STANDARD;
 			break;
+		}
 		case 'q': quiet = true; break;
 		case 'v': w.verbose++; break;
 		case 'h': do_help(stdout); free(dumps); return 0;
@@ -97,8 +102,19 @@ int cmd_inject(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	io.jitdumps = dumps;
+	/* -o naming the input or a dump would replace it */
+	ret = cli_refuse_same(io.output, io.input);
+	for (size_t i = 0; !ret && i < io.njitdumps; i++)
+		ret = cli_refuse_same(io.output, dumps[i]);
+	if (ret) {
+		free(dumps);
+		return EXIT_USAGE;
+	}
+	cli_pipe_output();
 	io.progress = progress;
 	io.progress_ctx = &next_progress;
+	if (!quiet)
+		io.found = found;
 	cli_diag_init(&diag, &w);
 	ret = pg_inject(&io, &diag, &st);
 	if (next_progress > 0)

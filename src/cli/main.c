@@ -31,6 +31,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	cli_signals_init();
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;

@@ -77,6 +77,16 @@ struct pg_elfset {
 	uint64_t recovered;
 	bool cfi_compat;	/* opts.cfi_layout_perf_5_19 */
 	bool build_id_names;
+	struct pend *pend;	/* by image index, as images */
+	size_t pend_cap;
+};
+
+/* What happened to an image's file, beside its public struct. */
+struct pend {
+	struct pg_outfile of;	/* the finished temporary, until commit */
+	bool pending;		/* of holds a temporary */
+	bool created;		/* committed: the final name is this set's file */
+	long reg;		/* created and registered for removal on a signal */
 };
 
 static uint64_t headers_end(const struct pg_elfset *set)
@@ -86,6 +96,13 @@ static uint64_t headers_end(const struct pg_elfset *set)
 
 	/* Ehdr, 3 Phdrs, then the 36-byte build-id note */
 	return pg_align(ehsz + 3u * phsz, 4) + 12 + 4 + BUILD_ID_SIZE;
+}
+
+static bool is_symlink(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
 }
 
 int pg_elfset_new(const struct pg_jd_header *hdr, const char *dump_name,
@@ -123,14 +140,20 @@ int pg_elfset_new(const struct pg_jd_header *hdr, const char *dump_name,
 		pg_elfset_free(set);
 		return pg_err(diag, -EINVAL, "image prefix '%s' must be a plain file name of at most 100 bytes", opts->prefix);
 	}
-	set->dirfd = open(set->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	set->dirfd = open(set->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
+			  (opts->dir_nofollow ? O_NOFOLLOW : 0));
 	if (set->dirfd < 0) {
 		int e = errno;
 
-		pg_err(diag, -e, "%s: %s", set->dir, strerror(e));
+		if (opts->dir_nofollow && (e == ELOOP || e == ENOTDIR) && is_symlink(set->dir))
+			pg_err(diag, -e, "%s: is a symbolic link; not following it", set->dir);
+		else
+			pg_err(diag, -e, "%s: %s", set->dir, strerror(e));
 		pg_elfset_free(set);
 		return -e;
 	}
+	/* the temporaries of runs killed before they could remove them */
+	pg_sweep_dead_temps(set->dirfd);
 	set->text_off = pg_align(headers_end(set), TEXT_ALIGN);
 	*out = set;
 	return 0;
@@ -174,8 +197,13 @@ static int new_image(pg_elfset *set, const char *want, struct img **out)
 		/* a code_index used twice in one dump */
 		snprintf(name, sizeof(name), "%.*s-dup%u.so", (int)(strlen(want) - 3), want, k);
 	}
-	if (!pg_grow((void **)&set->images, &set->cap, set->nimages + 1, sizeof(*set->images)))
+	if (!pg_grow((void **)&set->images, &set->cap, set->nimages + 1, sizeof(*set->images)) ||
+	    !pg_grow((void **)&set->pend, &set->pend_cap, set->nimages + 1, sizeof(*set->pend)))
 		return pg_err(set->diag, -ENOMEM, "out of memory");
+	memset(&set->pend[set->nimages], 0, sizeof(*set->pend));
+	set->pend[set->nimages].reg = -1;
+	set->pend[set->nimages].of.fd = -1;
+	set->pend[set->nimages].of.reg = -1;
 	im = calloc(1, sizeof(*im));
 	if (!im)
 		return pg_err(set->diag, -ENOMEM, "out of memory");
@@ -303,6 +331,27 @@ static bool add_data(Elf_Scn *scn, const void *buf, size_t size, uint64_t off,
 	return true;
 }
 
+/* An existing regular file of the image's name with its build-id is the
+ * same image (the build-id digests the dump's identity and the image's
+ * bytes): it is kept as it is, neither rewritten nor, later, removed. */
+static bool reuse(pg_elfset *set, struct pg_elf_image *pi)
+{
+	uint8_t id[20];
+	struct stat st;
+
+	if (fstatat(set->dirfd, pi->name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+		return false;
+	if (pg_file_build_id(pi->path, id) != BUILD_ID_SIZE ||
+	    memcmp(id, pi->build_id, BUILD_ID_SIZE))
+		return false;
+	pi->dev = st.st_dev;
+	pi->ino = st.st_ino;
+	pi->size = (uint64_t)st.st_size;
+	pi->written = true;
+	pi->reused = true;
+	return true;
+}
+
 static int write_image(pg_elfset *set, struct img *im)
 {
 	struct pg_elf_image *pi = &set->images[im->pub];
@@ -399,6 +448,12 @@ static int write_image(pg_elfset *set, struct img *im)
 		goto out;
 	}
 
+	if (reuse(set, pi)) {
+		pi->nfuncs = im->nfuncs;
+		pi->has_cfi = im->unw != NULL;
+		ret = 0;
+		goto out;
+	}
 	ret = pg_outfile_open(&of, set->dirfd, pi->name, set->diag);
 	if (ret)
 		goto out;
@@ -517,21 +572,39 @@ static int write_image(pg_elfset *set, struct img *im)
 	if (!gelf_update_phdr(elf, 2, &ph))
 		goto elf_fail;
 
+	errno = 0;
 	if (elf_update(elf, ELF_C_WRITE) < 0)
 		goto elf_fail;
 	elf_end(elf);
 	elf = NULL;
-	ret = pg_outfile_commit(&of, set->diag);
-	if (!ret) {
-		pi->size = sh_off + SEC_COUNT * (h->is_64bit ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr));
-		pi->nfuncs = im->nfuncs;
-		pi->has_cfi = im->unw != NULL;
-		pi->written = true;
+	{
+		struct stat st;
+
+		if (fstat(of.fd, &st) == 0) {
+			pi->dev = st.st_dev;
+			pi->ino = st.st_ino;
+		}
 	}
+	ret = pg_outfile_finish(&of, set->diag);
+	if (ret) {
+		pg_err(set->diag, ret, "%s: %s", pi->path, strerror(-ret));
+		goto out;
+	}
+	set->pend[im->pub].of = of;
+	set->pend[im->pub].pending = true;
+	pi->size = sh_off + SEC_COUNT * (h->is_64bit ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr));
+	pi->nfuncs = im->nfuncs;
+	pi->has_cfi = im->unw != NULL;
+	pi->written = true;
 	goto out;
 
 elf_fail:
-	ret = pg_err(set->diag, -EIO, "%s: cannot write ELF image: %s", pi->path, elf_errmsg(-1));
+	/* a full disk is libelf's "I/O error": say what the system said */
+	if (errno)
+		ret = pg_err(set->diag, -errno, "%s: cannot write ELF image: %s", pi->path,
+			     strerror(errno));
+	else
+		ret = pg_err(set->diag, -EIO, "%s: cannot write ELF image: %s", pi->path, elf_errmsg(-1));
 	if (elf)
 		elf_end(elf);
 	elf = NULL;
@@ -636,10 +709,59 @@ const struct pg_elf_image *pg_elfset_image(const pg_elfset *set, size_t i)
 	return i < set->nimages ? &set->images[i] : NULL;
 }
 
+int pg_elfset_commit(pg_elfset *set)
+{
+	for (size_t i = 0; i < set->nimages; i++) {
+		struct pend *p = &set->pend[i];
+		int ret;
+
+		if (!p->pending)
+			continue;
+		ret = pg_outfile_commit(&p->of, set->diag);
+		p->pending = false;
+		if (ret) {
+			set->images[i].written = false;
+			return ret;
+		}
+		p->created = true;
+		p->reg = pg_cleanup_add(set->dirfd, set->images[i].name, false);
+	}
+	return 0;
+}
+
+void pg_elfset_keep(pg_elfset *set)
+{
+	for (size_t i = 0; set && i < set->nimages; i++) {
+		pg_cleanup_del(set->pend[i].reg);
+		set->pend[i].reg = -1;
+	}
+}
+
+void pg_elfset_discard(pg_elfset *set)
+{
+	for (size_t i = 0; set && i < set->nimages; i++) {
+		struct pend *p = &set->pend[i];
+
+		if (p->pending)
+			pg_outfile_abort(&p->of);
+		if (p->created)
+			unlinkat(set->dirfd, set->images[i].name, 0);
+		pg_cleanup_del(p->reg);
+		p->reg = -1;
+		p->pending = p->created = false;
+		set->images[i].written = false;
+	}
+}
+
 void pg_elfset_free(pg_elfset *set)
 {
 	if (!set)
 		return;
+	for (size_t i = 0; i < set->nimages; i++)
+		if (set->pend[i].pending)
+			pg_outfile_abort(&set->pend[i].of);
+	pg_elfset_keep(set);
+	free(set->pend);
 	img_free(set->pack);
 	free(set->scratch);
 	for (size_t i = 0; i < set->nimages; i++)

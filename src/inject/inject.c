@@ -5,6 +5,8 @@
  * order: an injected record of time t goes right before the first input
  * record later than t, so FINISHED_ROUND keeps its meaning. */
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 #include <perfgraft/inject.h>
 #include <perfgraft/jitdump.h>
 #include <perfgraft/perfdata.h>
+#include "inject/discover.h"
 #include "util/util.h"
 
 #define CLOCK_MONOTONIC_ID 1
@@ -41,6 +44,13 @@ struct image {			/* a written image, as MMAP2 records name it */
 struct place {			/* where a code_index landed, for MOVE */
 	uint64_t code_index, pgoff, len;
 	uint32_t img;
+};
+
+/* code_index -> the latest LOAD's place: MOVEs cost O(1), not a search
+ * of every earlier LOAD (dumps with 10^5 LOAD+MOVE pairs are real) */
+struct place_map {
+	uint32_t *slot;		/* place index + 1, 0 = empty */
+	size_t nslots, n;
 };
 
 struct pidinfo {
@@ -69,7 +79,12 @@ struct inj {
 	struct pidinfo *pids;
 	size_t npids, pids_cap;
 	struct pg_strmap seen;	/* dump paths read (or tried); owns its keys */
+	struct pg_jd_cache *jdc;	/* what each recorded file name is */
 	uint64_t mmap_id;	/* id stamped on injected records */
+	char *abs_dir;		/* realpath of image_dir */
+	bool pipe_out;		/* images are committed as each dump is read */
+	pg_elfset **sets;	/* every dump's images, until the output commits */
+	size_t nsets, sets_cap;
 };
 
 /* ---- the event heap, ordered by (time, seq) ---- */
@@ -193,41 +208,98 @@ static uint64_t tsc_to_perf(const struct pg_pd_time_conv *tc, uint64_t cyc)
 static int add_image(struct inj *j, const struct pg_elf_image *ei)
 {
 	struct image *im;
-	struct stat sb;
 	char *abs;
 
-	if (stat(ei->path, &sb) < 0)
-		return pg_err(j->diag, -errno, "%s: %s", ei->path, strerror(errno));
-	abs = realpath(ei->path, NULL);
-	if (!abs)
-		return pg_err(j->diag, -errno, "%s: %s", ei->path, strerror(errno));
+	/* the final name: in file mode it is taken only when the output is
+	 * complete, and rename keeps the inode recorded here */
+	if (asprintf(&abs, "%s/%s", j->abs_dir, ei->name) < 0)
+		return pg_err(j->diag, -ENOMEM, "out of memory");
 	if (!pg_grow((void **)&j->imgs, &j->imgs_cap, j->nimgs + 1, sizeof(*j->imgs))) {
 		free(abs);
 		return pg_err(j->diag, -ENOMEM, "out of memory");
 	}
 	im = &j->imgs[j->nimgs];
 	im->path = abs;
-	im->maj = major(sb.st_dev);
-	im->min = minor(sb.st_dev);
-	im->ino = sb.st_ino;
+	im->maj = major(ei->dev);
+	im->min = minor(ei->dev);
+	im->ino = ei->ino;
 	j->nimgs++;
 	j->st->images++;
-	j->st->image_bytes += (uint64_t)sb.st_size;
+	j->st->image_bytes += ei->size;
 	return pg_pdw_build_id(j->w, HOST_PID, MISC_USER, ei->build_id, 20, abs);
 }
 
-/* Reads one dump: writes its images and queues its MMAP2 records.
- * A dump that cannot be used is a warning; the rest goes on. */
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return x;
+}
+
+/* Sets code_index -> place i (the latest LOAD wins); false on OOM. */
+static bool place_put(struct place_map *m, const struct place *pl, uint32_t i)
+{
+	size_t k;
+
+	if (2 * (m->n + 1) > m->nslots) {
+		size_t nn = m->nslots ? 2 * m->nslots : 1024;
+		uint32_t *ns = calloc(nn, sizeof(*ns));
+
+		if (!ns)
+			return false;
+		for (size_t s = 0; s < m->nslots; s++) {
+			uint32_t v = m->slot[s];
+
+			if (!v)
+				continue;
+			for (k = mix64(pl[v - 1].code_index) & (nn - 1); ns[k]; k = (k + 1) & (nn - 1))
+				;
+			ns[k] = v;
+		}
+		free(m->slot);
+		m->slot = ns;
+		m->nslots = nn;
+	}
+	for (k = mix64(pl[i].code_index) & (m->nslots - 1); m->slot[k];
+	     k = (k + 1) & (m->nslots - 1))
+		if (pl[m->slot[k] - 1].code_index == pl[i].code_index) {
+			m->slot[k] = i + 1;
+			return true;
+		}
+	m->slot[k] = i + 1;
+	m->n++;
+	return true;
+}
+
+static const struct place *place_get(const struct place_map *m, const struct place *pl,
+				     uint64_t code_index)
+{
+	if (!m->nslots)
+		return NULL;
+	for (size_t k = mix64(code_index) & (m->nslots - 1); m->slot[k];
+	     k = (k + 1) & (m->nslots - 1))
+		if (pl[m->slot[k] - 1].code_index == code_index)
+			return &pl[m->slot[k] - 1];
+	return NULL;
+}
+
+/* Reads one dump: writes its images and queues its MMAP2 records.  A
+ * dump that cannot be used (damaged, wrong clock) is a warning and the
+ * rest goes on; an image that cannot be written (a full disk) fails the
+ * run, since the output would silently lack that code. */
 static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by_hand)
 {
 	const struct pg_pd_time_conv *tc = pg_perfdata_time_conv(j->pd);
 	struct pg_diag dd = { .warn = j->diag->warn, .ctx = j->diag->ctx };
 	struct pg_elfset_opts eo = { .dir = j->image_dir, .per_function = j->o->per_function,
 				     .cfi_layout_perf_5_19 = j->cfi_compat,
-				     .build_id_names = true };
+				     .build_id_names = true,
+				     .dir_nofollow = !j->o->image_dir };
 	const struct pg_jd_header *h;
 	struct place *places = NULL;
 	size_t nplaces = 0, places_cap = 0;
+	struct place_map pmap = { 0 };
 	struct pg_jd_record rec;
 	struct event *evs = NULL;
 	size_t nevs = 0, evs_cap = 0;
@@ -236,7 +308,7 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 	struct pidinfo *pi;
 	uint32_t base_img = (uint32_t)j->nimgs;
 	char prefix[64];
-	bool arch;
+	bool arch, fatal = false;
 	int ret;
 
 	if (!j->attrs_checked)
@@ -271,6 +343,11 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 	else
 		snprintf(prefix, sizeof(prefix), "jitted-%u", h->pid);
 	eo.prefix = prefix;
+	if (!pg_grow((void **)&j->sets, &j->sets_cap, j->nsets + 1, sizeof(*j->sets))) {
+		ret = pg_err(&dd, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	fatal = true;	/* from here on, errors are the output's */
 	ret = pg_elfset_new(h, path, &eo, &dd, &set);
 	if (ret)
 		goto fail;
@@ -282,16 +359,22 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 		if (rec.type == PG_JD_LOAD) {
 			ret = pg_elfset_add(set, &rec.u.load, &pl);
 			if (ret < 0)
-				break;
+				goto fail;
 			if (ret == 1)
 				continue;
-			if (!pg_grow((void **)&places, &places_cap, nplaces + 1, sizeof(*places)) ||
+			if (nplaces >= UINT32_MAX - 1 ||
+			    !pg_grow((void **)&places, &places_cap, nplaces + 1, sizeof(*places)) ||
 			    !pg_grow((void **)&evs, &evs_cap, nevs + 1, sizeof(*evs))) {
 				ret = pg_err(&dd, -ENOMEM, "out of memory");
-				break;
+				goto fail;
 			}
-			places[nplaces++] = (struct place){ rec.u.load.code_index, pl.pgoff,
-							    pl.map_len, pl.image };
+			places[nplaces] = (struct place){ rec.u.load.code_index, pl.pgoff,
+							  pl.map_len, pl.image };
+			if (!place_put(&pmap, places, (uint32_t)nplaces)) {
+				ret = pg_err(&dd, -ENOMEM, "out of memory");
+				goto fail;
+			}
+			nplaces++;
 			e = &evs[nevs++];
 			*e = (struct event){ .time = t, .start = rec.u.load.code_addr,
 					     .len = pl.map_len, .pgoff = pl.pgoff,
@@ -301,13 +384,8 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 			if (t < pi->first_load)
 				pi->first_load = t;
 		} else if (rec.type == PG_JD_MOVE) {
-			const struct place *p = NULL;
+			const struct place *p = place_get(&pmap, places, rec.u.move.code_index);
 
-			for (size_t k = nplaces; k-- > 0;)
-				if (places[k].code_index == rec.u.move.code_index) {
-					p = &places[k];
-					break;
-				}
 			if (!p) {
 				pg_warn(j->diag, "%s: offset %llu: MOVE of code_index %llu, which no earlier LOAD has; ignored",
 					path, (unsigned long long)rec.offset,
@@ -316,7 +394,7 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 			}
 			if (!pg_grow((void **)&evs, &evs_cap, nevs + 1, sizeof(*evs))) {
 				ret = pg_err(&dd, -ENOMEM, "out of memory");
-				break;
+				goto fail;
 			}
 			/* the same image bytes, mapped at the new address */
 			evs[nevs++] = (struct event){ .time = t, .start = rec.u.move.new_code_addr,
@@ -326,68 +404,55 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 			j->st->moves++;
 		}
 	}
-	if (ret == 0)
-		ret = pg_elfset_finish(set);
+	if (ret < 0) {		/* a damaged record: the dump is not used */
+		fatal = false;
+		goto fail;
+	}
+	ret = pg_elfset_finish(set);
+	/* a pipe's reader may open an image as soon as its MMAP2 arrives */
+	if (!ret && j->pipe_out)
+		ret = pg_elfset_commit(set);
 	if (ret < 0)
-		goto fail_images;
+		goto fail;
 	for (size_t i = 0; i < pg_elfset_count(set); i++) {
 		ret = add_image(j, pg_elfset_image(set, i));
 		if (ret)
-			goto fail_images;
+			goto fail;
 	}
+	j->sets[j->nsets++] = set;
+	set = NULL;
 	for (size_t i = 0; i < nevs; i++) {
 		evs[i].img += base_img;
 		ret = heap_push(j, &evs[i]);
 		if (ret)
-			break;
+			goto out;
 	}
 	j->st->dumps++;
 	goto out;
 
-fail_images:
-	for (size_t i = 0; set && i < pg_elfset_count(set); i++)
-		if (pg_elfset_image(set, i)->written)
-			unlink(pg_elfset_image(set, i)->path);
+fail:
+	pg_elfset_discard(set);
 	for (size_t i = base_img; i < j->nimgs; i++)
 		free(j->imgs[i].path);
 	j->nimgs = base_img;
-fail:
+	if (fatal) {
+		/* dd's message names the image file and the system's error */
+		ret = pg_err(j->diag, ret < 0 ? ret : -EIO, "%s", dd.err);
+		goto out;
+	}
 	j->st->dumps_failed++;
 	pg_warn(j->diag, "%s; this dump is not injected", dd.err);
 	ret = 0;
 out:
 	free(evs);
 	free(places);
+	free(pmap.slot);
 	pg_elfset_free(set);
 	pg_jitdump_close(jd);
-	return ret == -ENOMEM ? ret : 0;
+	return ret;
 }
 
 /* ---- finding dumps ---- */
-
-/* jit-<digits>.dump, optionally " (deleted)": the pid, else 0. */
-static uint32_t marker_pid(const char *name, size_t *dirlen, size_t *baselen)
-{
-	const char *base = strrchr(name, '/');
-	const char *p;
-	unsigned long long pid = 0;
-	size_t n;
-
-	base = base ? base + 1 : name;
-	if (strncmp(base, "jit-", 4))
-		return 0;
-	for (p = base + 4; *p >= '0' && *p <= '9'; p++)
-		if ((pid = pid * 10 + (unsigned)(*p - '0')) > UINT32_MAX)
-			return 0;
-	if (p == base + 4 || strncmp(p, ".dump", 5))
-		return 0;
-	n = (size_t)(p + 5 - base);
-	if (p[5] && strcmp(p + 5, " (deleted)"))
-		return 0;
-	*dirlen = (size_t)(base - name);
-	*baselen = n;
-	return (uint32_t)pid;
-}
 
 static bool seen_before(struct inj *j, const char *path)
 {
@@ -413,37 +478,57 @@ static bool by_hand(const struct inj *j, uint32_t pid)
 	return false;
 }
 
-/* An MMAP of a jitdump: returns true when the record is a marker (it is
- * dropped from the output), and reads the dump the first time. */
+/* An MMAP of a jitdump (discover.c has the rule): returns true when the
+ * record is a marker (it is dropped from the output), and reads the dump
+ * the first time. */
 static int on_marker(struct inj *j, const struct pg_pd_mmap *mm, bool *is_marker)
 {
-	size_t dirlen, baselen;
-	uint32_t pid = marker_pid(mm->filename, &dirlen, &baselen);
-	char path[PATH_MAX];
-	struct stat sb;
+	struct pg_jd_found f;
+	int ret;
 
 	*is_marker = false;
-	if (!pid)
-		return 0;
-	/* perf 6.1's rule: the digits are the mapping process's pid */
-	if (mm->pid && pid != mm->pid)
-		return 0;
-	*is_marker = true;
-	if (by_hand(j, pid))
-		return 0;
-	snprintf(path, sizeof(path), "%.*s", (int)(dirlen + baselen), mm->filename);
-	if (stat(path, &sb) < 0 && j->o->jitdump_dir)
-		snprintf(path, sizeof(path), "%s/%.*s", j->o->jitdump_dir, (int)baselen,
-			 mm->filename + dirlen);
-	if (seen_before(j, path))
-		return 0;
-	if (stat(path, &sb) < 0) {
-		j->st->dumps_failed++;
-		pg_warn(j->diag, "%s: %s; the JIT code of pid %u is not injected (--jitdump-dir DIR finds dumps that moved)",
-			path, strerror(errno), pid);
+	ret = pg_jd_discover(mm->filename, mm->pid, mm->exec, j->o->jitdump_dir, j->jdc, &f);
+	if (ret < 0)
+		return pg_err(j->diag, ret, "out of memory");
+	if (ret == 0) {
+		if (f.other_pid && !seen_before(j, f.path))
+			pg_warn(j->diag, "%s is the jitdump of pid %u but was mapped by pid %u; not injected (--jitdump %s injects it for pid %u)",
+				f.path, f.pid, mm->pid, f.path, f.pid);
 		return 0;
 	}
-	return load_dump(j, path, pid, false);
+	*is_marker = true;
+	if (by_hand(j, f.pid))
+		return 0;
+	if (seen_before(j, f.path))
+		return 0;
+	if (f.err) {
+		j->st->dumps_failed++;
+		pg_warn(j->diag, "%s: %s; the JIT code of pid %u is not injected (--jitdump-dir DIR finds dumps that moved)",
+			f.path, f.problem, f.pid);
+		return 0;
+	}
+	if (j->o->found)
+		j->o->found(j->o->found_ctx, f.path, f.pid, pg_jd_how_str(f.how));
+	return load_dump(j, f.path, mm->pid, false);
+}
+
+/* The image directory this run made: removed (when empty) on a signal. */
+static long register_dir(const char *path)
+{
+	char *d = strdup(path), *b = strdup(path);
+	long reg = -1;
+	int fd;
+
+	if (d && b) {
+		fd = open(dirname(d), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0) {
+			reg = pg_cleanup_add(fd, basename(b), true);
+			close(fd);
+		}
+	}
+	free(d);
+	free(b);
+	return reg;
 }
 
 static int load_explicit(struct inj *j)
@@ -494,13 +579,20 @@ int pg_inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 	struct inj j = { .o = o, .diag = diag, .st = st };
 	struct pg_pdw_opts wo = { 0 };
 	struct pg_pd_rec r;
+	struct stat ost;
 	bool made_dir = false;
+	long dir_reg = -1;
 	int ret;
 
 	memset(st, 0, sizeof(*st));
+	j.jdc = pg_jd_cache_new();
+	if (!j.jdc)
+		return pg_err(diag, -ENOMEM, "out of memory");
 	ret = pg_perfdata_open(o->input, diag, &j.pd);
-	if (ret)
+	if (ret) {
+		pg_jd_cache_free(j.jdc);
 		return ret;
+	}
 
 	/* images beside the output */
 	if (o->image_dir)
@@ -508,13 +600,29 @@ int pg_inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 	else
 		snprintf(j.image_dir, sizeof(j.image_dir), "%s.d",
 			 strcmp(o->output, "-") ? o->output : "perf.jit.data");
-	if (mkdir(j.image_dir, 0755) == 0)
+	if (mkdir(j.image_dir, 0755) == 0) {
 		made_dir = true;
-	else if (errno != EEXIST) {
+		dir_reg = register_dir(j.image_dir);
+	} else if (errno != EEXIST) {
 		ret = pg_err(diag, -errno, "%s: %s", j.image_dir, strerror(errno));
+		goto out;
+	} else if (!o->image_dir && lstat(j.image_dir, &ost) == 0 && S_ISLNK(ost.st_mode)) {
+		/* OUTPUT.d is the output's own: a planted link would send the
+		 * images (and their removal) elsewhere */
+		ret = pg_err(diag, -ELOOP, "%s: is a symbolic link; not following it (remove it, or name a directory with --image-dir)",
+			     j.image_dir);
 		goto out;
 	}
 	snprintf(st->image_dir, sizeof(st->image_dir), "%s", j.image_dir);
+	j.abs_dir = realpath(j.image_dir, NULL);
+	if (!j.abs_dir) {
+		ret = pg_err(diag, -errno, "%s: %s", j.image_dir, strerror(errno));
+		goto out;
+	}
+	/* a stream is read while it is written: its images must be in place
+	 * before the records that name them; a file's wait for the file */
+	j.pipe_out = !strcmp(o->output, "-") ||
+		     (stat(o->output, &ost) == 0 && !S_ISREG(ost.st_mode));
 
 	j.cfi_compat = o->cfi_layout == PG_CFI_LAYOUT_PERF_5_19;
 
@@ -602,28 +710,41 @@ int pg_inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 	if (!ret)
 		ret = flush_until(&j, UINT64_MAX);
 	st->cfi_compat = j.cfi_compat;
+	/* The output's bytes first, then the images' names, then the
+	 * output's name: a run that fails or is killed before the end leaves
+	 * the earlier output and its images as they were. */
+	if (!ret && j.w) {
+		st->output_bytes = pg_pdw_bytes(j.w);
+		ret = pg_pdw_finish(j.w);
+	}
+	for (size_t i = 0; !ret && i < j.nsets; i++)
+		ret = pg_elfset_commit(j.sets[i]);
+	if (!ret && j.w) {
+		ret = pg_pdw_close(j.w);
+		j.w = NULL;
+	}
 out:
-	if (j.w) {
-		if (ret)
-			pg_pdw_abort(j.w);
-		else {
-			st->output_bytes = pg_pdw_bytes(j.w);
-			ret = pg_pdw_close(j.w);
-		}
-	}
+	if (j.w)
+		pg_pdw_abort(j.w);
 	pg_perfdata_close(j.pd);
-	for (size_t i = 0; i < j.nimgs; i++) {
-		if (ret)	/* a failed run leaves nothing behind */
-			unlink(j.imgs[i].path);
-		free(j.imgs[i].path);
+	for (size_t i = 0; i < j.nsets; i++) {
+		if (ret)	/* a failed run removes only what it created */
+			pg_elfset_discard(j.sets[i]);
+		pg_elfset_free(j.sets[i]);
 	}
+	free(j.sets);
+	for (size_t i = 0; i < j.nimgs; i++)
+		free(j.imgs[i].path);
 	if (ret && made_dir)
 		rmdir(j.image_dir);
+	pg_cleanup_del(dir_reg);
+	free(j.abs_dir);
 	free(j.imgs);
 	free(j.heap);
 	free(j.pids);
 	for (size_t i = 0; i < j.seen.n; i++)
 		free((char *)j.seen.keys[i]);
 	pg_strmap_free(&j.seen);
+	pg_jd_cache_free(j.jdc);
 	return ret;
 }

@@ -56,6 +56,8 @@ struct pg_pdw {
 	size_t nfeats, fcap;
 	struct pg_buf build_ids;	/* file mode BUILD_ID feature entries */
 	int err;
+	bool finished;		/* pg_pdw_finish() ran: only the rename is left */
+	char *path;		/* for messages */
 	struct zpool *zp;	/* data compression, or NULL */
 	uint64_t zraw, zout;	/* bytes staged, bytes of COMPRESSED records */
 };
@@ -71,7 +73,7 @@ static int flush(pg_pdw *w)
 			continue;
 		if (r <= 0) {
 			w->err = errno ? -errno : -EIO;
-			return pg_err(w->diag, w->err, "cannot write the output: %s", strerror(-w->err));
+			return pg_err(w->diag, w->err, "%s: cannot write: %s", w->path, strerror(-w->err));
 		}
 		done += (size_t)r;
 	}
@@ -323,7 +325,7 @@ static int z_finish(pg_pdw *w)
 	if (zp->err && !ret)
 		ret = zp->err;
 	if (ret)
-		return pg_err(w->diag, ret, "cannot compress the output: %s", strerror(-ret));
+		return pg_err(w->diag, ret, "%s: cannot compress or write: %s", w->path, strerror(-ret));
 	return 0;
 }
 
@@ -396,8 +398,8 @@ static int dout(pg_pdw *w, const void *p, uint64_t n)
 			int err = z_handoff(w);
 
 			if (err)
-				return pg_err(w->diag, err, "cannot compress or write the output: %s",
-					      strerror(-err));
+				return pg_err(w->diag, err, "%s: cannot compress or write: %s",
+					      w->path, strerror(-err));
 		}
 	}
 	return 0;
@@ -418,7 +420,10 @@ int pg_pdw_open(const char *path, const struct pg_pdw_opts *opts,
 	int ret;
 
 	*outp = NULL;
-	if (!w || !(w->buf = malloc(OUT_BUF))) {
+	if (!w || !(w->buf = malloc(OUT_BUF)) ||
+	    !(w->path = strdup(strcmp(path, "-") ? path : "standard output"))) {
+		if (w)
+			free(w->buf);
 		free(w);
 		return pg_err(diag, -ENOMEM, "out of memory");
 	}
@@ -438,18 +443,23 @@ int pg_pdw_open(const char *path, const struct pg_pdw_opts *opts,
 			free(d);
 			free(b);
 			free(w->buf);
+			free(w->path);
 			free(w);
 			return pg_err(diag, -ENOMEM, "out of memory");
 		}
 		w->dirfd = open(dirname(d), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		ret = w->dirfd < 0 ? pg_err(diag, -errno, "%s: %s", path, strerror(errno))
 				   : pg_outfile_open(&w->of, w->dirfd, basename(b), diag);
+		/* what runs killed before their end left beside their outputs */
+		if (!ret)
+			pg_sweep_dead_temps(w->dirfd);
 		free(d);
 		free(b);
 		if (ret) {
 			if (w->dirfd >= 0)
 				close(w->dirfd);
 			free(w->buf);
+			free(w->path);
 			free(w);
 			return ret;
 		}
@@ -699,6 +709,7 @@ static void free_w(pg_pdw *w)
 	z_free(w->zp);
 	if (w->dirfd >= 0)
 		close(w->dirfd);
+	free(w->path);
 	free(w);
 }
 
@@ -823,19 +834,35 @@ static int finish_file(pg_pdw *w)
 	if (!ret)
 		ret = flush(w);
 	if (!ret && !h.oom && pwrite(w->fd, h.p, h.len, 0) != (ssize_t)h.len)
-		ret = pg_err(w->diag, errno ? -errno : -EIO, "cannot write the header: %s", strerror(errno));
+		ret = pg_err(w->diag, errno ? -errno : -EIO, "%s: cannot write the header: %s", w->path,
+			     strerror(errno ? errno : EIO));
 	pg_buf_free(&h);
+	return ret;
+}
+
+int pg_pdw_finish(pg_pdw *w)
+{
+	int ret = w->err;
+
+	if (w->finished)
+		return ret;
+	if (!ret && !w->pipe)
+		ret = finish_file(w);
+	if (!ret)
+		ret = flush(w);
+	/* a file's last bytes can fail at close (NFS, quota) */
+	if (!ret && !w->is_stdout)
+		ret = pg_outfile_finish(&w->of, w->diag);
+	w->finished = true;
+	if (ret)
+		w->err = ret;
 	return ret;
 }
 
 int pg_pdw_close(pg_pdw *w)
 {
-	int ret = w->err;
+	int ret = pg_pdw_finish(w);
 
-	if (!ret && !w->pipe)
-		ret = finish_file(w);
-	if (!ret)
-		ret = flush(w);
 	if (w->is_stdout) {
 		free_w(w);
 		return ret;

@@ -11,18 +11,17 @@
 int pg_outfile_open(struct pg_outfile *f, int dirfd, const char *name,
 		    struct pg_diag *d)
 {
-	static const char hex[] = "0123456789abcdef";
-	size_t n = strlen(name);
+	size_t n = strlen(name), tsize = n + 40;
+	struct stat st;
 
 	memset(f, 0, sizeof(*f));
 	f->fd = -1;
 	f->dirfd = dirfd;
+	f->reg = -1;
 	if (!n || strchr(name, '/'))
 		return pg_err(d, -EINVAL, "invalid output file name '%s'", name);
 	/* A device, FIFO or socket (/dev/null, a named pipe) is written in
 	 * place: renaming a file onto it would replace the node itself. */
-	struct stat st;
-
 	if (fstatat(dirfd, name, &st, 0) == 0 && !S_ISREG(st.st_mode)) {
 		if (S_ISDIR(st.st_mode))
 			return pg_err(d, -EISDIR, "'%s' is a directory", name);
@@ -33,18 +32,21 @@ int pg_outfile_open(struct pg_outfile *f, int dirfd, const char *name,
 		return 0;
 	}
 	f->name = strdup(name);
-	f->tmpname = malloc(n + 16);
+	f->tmpname = malloc(tsize);
 	if (!f->name || !f->tmpname) {
 		pg_outfile_abort(f);
 		return pg_err(d, -ENOMEM, "out of memory");
 	}
-	/* O_EXCL on a random hidden name: never follows a planted symlink. */
+	/* O_EXCL on a random hidden name: never follows a planted symlink.
+	 * The pid in the name lets a later run remove it if this one is
+	 * killed (pg_sweep_dead_temps). */
 	for (int tries = 0; tries < 100; tries++) {
 		unsigned r = (unsigned)rand() ^ ((unsigned)getpid() << 8) ^ (unsigned)tries;
 
-		snprintf(f->tmpname, n + 16, ".%s.", name);
-		for (int i = 0; i < 6; i++, r >>= 4)
-			strncat(f->tmpname, &hex[r & 15], 1);
+		if (pg_tmpname(f->tmpname, tsize, name, r) < 0) {
+			errno = ENAMETOOLONG;
+			break;
+		}
 		f->fd = openat(dirfd, f->tmpname,
 			       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 		if (f->fd >= 0 || errno != EEXIST)
@@ -56,38 +58,58 @@ int pg_outfile_open(struct pg_outfile *f, int dirfd, const char *name,
 		pg_outfile_abort(f);
 		return pg_err(d, -e, "cannot create a file beside '%s': %s", name, strerror(e));
 	}
+	f->tmp_exists = true;
+	/* removed by a SIGINT/SIGTERM/SIGHUP handler (pg_cleanup_run) */
+	f->reg = pg_cleanup_add(dirfd, f->tmpname, false);
 	return 0;
 }
 
-int pg_outfile_commit(struct pg_outfile *f, struct pg_diag *d)
+int pg_outfile_finish(struct pg_outfile *f, struct pg_diag *d)
 {
 	int ret = 0;
 
+	if (f->fd < 0)
+		return 0;
 	if (close(f->fd) < 0)
 		ret = pg_err(d, -errno, "cannot write '%s': %s",
 			     f->direct ? "the output" : f->name, strerror(errno));
 	f->fd = -1;
-	if (f->direct)
+	if (ret && !f->direct)
+		pg_outfile_abort(f);
+	return ret;
+}
+
+int pg_outfile_commit(struct pg_outfile *f, struct pg_diag *d)
+{
+	int ret = pg_outfile_finish(f, d);
+
+	if (ret || f->direct || !f->tmpname)
 		return ret;
 	/* rename gives the name a new inode: a hard link that perf's build-id
 	 * cache holds to an earlier image keeps the earlier bytes. */
-	if (!ret && renameat(f->dirfd, f->tmpname, f->dirfd, f->name) < 0)
+	if (renameat(f->dirfd, f->tmpname, f->dirfd, f->name) < 0) {
 		ret = pg_err(d, -errno, "cannot rename to '%s': %s", f->name, strerror(errno));
-	if (ret)
-		unlinkat(f->dirfd, f->tmpname, 0);
+		pg_outfile_abort(f);
+		return ret;
+	}
+	f->tmp_exists = false;
+	pg_cleanup_del(f->reg);
+	f->reg = -1;
 	free(f->tmpname);
 	free(f->name);
 	f->tmpname = f->name = NULL;
-	return ret;
+	return 0;
 }
 
 void pg_outfile_abort(struct pg_outfile *f)
 {
-	if (f->fd >= 0) {
+	if (f->fd >= 0)
 		close(f->fd);
-		if (!f->direct)
-			unlinkat(f->dirfd, f->tmpname, 0);
-	}
+	if (f->tmp_exists)
+		unlinkat(f->dirfd, f->tmpname, 0);
+	f->tmp_exists = false;
+	pg_cleanup_del(f->reg);
+	f->reg = -1;
 	f->fd = -1;
 	free(f->tmpname);
 	free(f->name);

@@ -54,18 +54,41 @@ void pg_strmap_free(struct pg_strmap *m);
 
 /* Output files written beside their final name and renamed into place:
  * never through a symlink, never in place.  An existing device, FIFO or
- * socket is the exception: it is opened and written directly. */
+ * socket is the exception: it is opened and written directly.  The hidden
+ * temporary file is registered with pg_cleanup_add() until it is renamed
+ * or removed, and its name carries the pid (pg_tmpname). */
 struct pg_outfile {
 	int dirfd;
 	int fd;
 	bool direct;		/* not a regular file: written in place */
+	bool tmp_exists;
+	long reg;		/* pg_cleanup_add() handle, or -1 */
 	char *tmpname;
 	char *name;
 };
 int pg_outfile_open(struct pg_outfile *f, int dirfd, const char *name,
 		    struct pg_diag *d);
+/* Closes the file (its data is all written); the temporary stays until
+ * pg_outfile_commit() or pg_outfile_abort().  On error it is removed. */
+int pg_outfile_finish(struct pg_outfile *f, struct pg_diag *d);
+/* Finishes (if needed) and renames the temporary into place. */
 int pg_outfile_commit(struct pg_outfile *f, struct pg_diag *d);
 void pg_outfile_abort(struct pg_outfile *f);
+
+/* Files to remove if the process is killed by a signal (see cleanup.c):
+ * pg_cleanup_add() copies the name and keeps its own descriptor of the
+ * directory; it returns a handle for pg_cleanup_del(), or -1 when it
+ * cannot register (the file is then simply not removed on a signal).
+ * pg_cleanup_run() is async-signal-safe: it removes every registered file,
+ * then every registered directory (rmdir: only when empty). */
+long pg_cleanup_add(int dirfd, const char *name, bool is_dir);
+void pg_cleanup_del(long handle);
+void pg_cleanup_run(void);
+/* ".NAME.pgtmp-PID-RRRRRR" into buf; -ENAMETOOLONG when it does not fit. */
+int pg_tmpname(char *buf, size_t size, const char *name, unsigned rnd);
+/* Removes the perfgraft temporary files in a directory whose process is
+ * gone (a run killed with SIGKILL); returns how many. */
+long pg_sweep_dead_temps(int dirfd);
 
 /* The GNU build-id of an ELF (libelf handle, or a file that may not exist
  * or not be an ELF): its size (at most 20, into id), 0 when there is none. */

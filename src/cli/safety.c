@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/* What keeps a user's earlier results safe from a run: signal cleanup,
+ * output-is-an-input refusal, and the option spellings shared by commands. */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+#include "util/util.h"
+
+static void on_fatal_signal(int sig)
+{
+	/* async-signal-safe: unlinkat over the registry, then die of sig so
+	 * the shell sees it (130 for ^C) */
+	pg_cleanup_run();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+void cli_signals_init(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_fatal_signal;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaddset(&sa.sa_mask, sigs[i]);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		struct sigaction old;
+
+		/* a run started with the signal ignored (nohup) keeps it so */
+		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+			continue;
+		sigaction(sigs[i], &sa, NULL);
+	}
+}
+
+void cli_pipe_output(void)
+{
+	/* a reader that goes away (| head -c 100) is a write error with a
+	 * message and the failure path's cleanup, not a silent death by
+	 * SIGPIPE that leaves the run's images behind */
+	signal(SIGPIPE, SIG_IGN);
+}
+
+bool cli_same_file(const char *output, const char *input)
+{
+	struct stat a, b;
+
+	if (!strcmp(output, "-") || !strcmp(input, "-"))
+		return false;
+	if (stat(output, &a) < 0 || stat(input, &b) < 0)
+		return false;
+	/* /dev/null as both is harmless; a FIFO read and written is the user's */
+	return S_ISREG(a.st_mode) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+int cli_refuse_same(const char *output, const char *input)
+{
+	if (!cli_same_file(output, input))
+		return 0;
+	cli_error("the output '%s' is the input '%s': writing it would destroy the input; choose another -o",
+		  output, input);
+	return -1;
+}
+
+int cli_cfi_layout(const char *arg, bool *perf_5_19)
+{
+	if (!strcmp(arg, "standard"))
+		*perf_5_19 = false;
+	else if (!strcmp(arg, "perf-5.19"))
+		*perf_5_19 = true;
+	else {
+		cli_error("--cfi-layout takes standard or perf-5.19, not '%s'", arg);
+		return -1;
+	}
+	return 0;
+}

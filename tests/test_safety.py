@@ -1,0 +1,439 @@
+"""Nothing lost: a failed, killed or disk-full run leaves the user's earlier
+outputs exactly as they were, and leaves nothing of its own behind.
+
+Every test here runs the real binary on the bundled node recording
+(tests/fixtures/perf: demo.data and the jit-19989.dump it mapped) or on
+generated inputs, and compares the files before and after byte for byte
+and inode for inode.  The disk-full tests mount a small tmpfs (root only:
+CI runs as root; elsewhere they are skipped)."""
+import os
+import re
+import resource
+import shutil
+import signal
+import stat
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import jitdump_gen  # noqa: E402
+
+FIX = os.path.join(HERE, "fixtures", "perf")
+PERFGRAFT = os.environ.get("PERFGRAFT", os.path.join(HERE, "..", "build", "perfgraft"))
+TMP_RE = re.compile(r"\.pgtmp-\d+-[0-9a-f]{6}$")
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, errors="replace", **kw)
+
+
+def errors(stderr):
+    """stderr less the warnings (node's damaged names are warned about) and
+    the line naming each dump found."""
+    return [ln for ln in stderr.splitlines()
+            if ln and "warning:" not in ln and not ln.startswith("perfgraft: inject: jitdump ")]
+
+
+def tree(top):
+    """{relative path: (inode, bytes)} of every file under top, hidden too."""
+    out = {}
+    for d, _, files in os.walk(top):
+        for f in files:
+            p = os.path.join(d, f)
+            st = os.lstat(p)
+            if not stat.S_ISREG(st.st_mode):	# the test's FIFO
+                continue
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, top)] = (st.st_ino, fh.read())
+    return out
+
+
+def temps(top):
+    return [os.path.join(d, f) for d, _, fs in os.walk(top) for f in fs if TMP_RE.search(f)]
+
+
+def corrupt_last_record(src, dst):
+    """A copy of a file-mode perf.data whose last record claims 4 bytes."""
+    data = bytearray(open(src, "rb").read())
+    off, size = struct.unpack_from("<QQ", data, 40)
+    p, last = off, None
+    while p < off + size:
+        last = p
+        p += struct.unpack_from("<H", data, p + 6)[0]
+    struct.pack_into("<H", data, last + 6, 4)
+    open(dst, "wb").write(data)
+
+
+def dead_pid():
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
+class Tmp(unittest.TestCase):
+    def setUp(self):
+        self.tmpd = tempfile.TemporaryDirectory(prefix="pg-safety-")
+        self.addCleanup(self.tmpd.cleanup)
+        self.t = self.tmpd.name
+
+    def inject(self, *args, cwd=None, **kw):
+        return run([PERFGRAFT, "inject", "-q", "--jitdump-dir", FIX] + list(args),
+                   cwd=cwd or self.t, **kw)
+
+    def first_run(self, out="out.data"):
+        shutil.copy(os.path.join(FIX, "demo.data"), os.path.join(self.t, "perf.data"))
+        r = self.inject("-i", "perf.data", "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        before = tree(self.t)
+        self.assertGreater(len([k for k in before if k.startswith(out + ".d/")]), 10)
+        return before
+
+
+class FailedRerun(Tmp):
+    def test_failed_inject_rerun_keeps_earlier_images(self):
+        """A re-run whose input fails at its last record exits 1 and keeps
+        out.data and every image of out.data.d (today: all 24 unlinked)."""
+        before = self.first_run()
+        corrupt_last_record(os.path.join(self.t, "perf.data"), os.path.join(self.t, "bad.data"))
+        r = self.inject("-i", "bad.data", "-o", "out.data")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertRegex(r.stderr, r"bad\.data: offset \d+: record size 4")
+        after = tree(self.t)
+        del after["bad.data"]
+        self.assertEqual(before, after)
+
+    def test_same_input_rerun_reuses_images(self):
+        """A re-run on the same input neither rewrites nor replaces an
+        identical image (same inode): perf's build-id cache links stay."""
+        before = self.first_run()
+        r = self.inject("-i", "perf.data", "-o", "out.data")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        after = tree(self.t)
+        imgs = [k for k in before if k.startswith("out.data.d/")]
+        for k in imgs:
+            self.assertEqual(before[k], after[k], k)
+
+
+@unittest.skipUnless(os.geteuid() == 0 and shutil.which("mount"), "tmpfs needs root")
+class DiskFull(Tmp):
+    def setUp(self):
+        super().setUp()
+        self.fs = os.path.join(self.t, "fs")
+        os.mkdir(self.fs)
+        r = run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", self.fs])
+        if r.returncode:
+            self.skipTest("cannot mount a tmpfs: " + r.stderr.strip())
+        self.addCleanup(lambda: run(["umount", "-l", self.fs]))
+
+    def fill(self, leave_kb):
+        st = os.statvfs(self.fs)
+        free = st.f_bavail * st.f_frsize
+        with open(os.path.join(self.fs, "filler"), "wb") as f:
+            f.write(b"\0" * max(0, free - leave_kb * 1024))
+
+    def test_inject_image_write_error_fails_and_keeps_output(self):
+        """ENOSPC while writing images: exit 1, the message names the image
+        file, the earlier out.data and its images intact (today: a warning,
+        exit 0, and out.data replaced by one without JIT maps)."""
+        shutil.copy(os.path.join(FIX, "demo.data"), os.path.join(self.fs, "perf.data"))
+        r = self.inject("-i", "perf.data", "-o", "out.data", cwd=self.fs)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        before = tree(self.fs)
+        self.fill(300)
+        # --per-function: other images than the packed ones, so they do not
+        # exist yet and must be written
+        r = self.inject("--per-function", "-i", "perf.data", "-o", "out.data", cwd=self.fs)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        errs = errors(r.stderr)
+        self.assertEqual(len(errs), 1, r.stderr)
+        self.assertRegex(errs[0], r"out\.data\.d/jitted-19989-\d+-[0-9a-f]{12}\.so: .*No space left on device")
+        after = tree(self.fs)
+        del after["filler"]
+        del before["perf.data"], after["perf.data"]
+        self.assertEqual(before, after)
+
+    def test_output_write_error_keeps_output(self):
+        """ENOSPC on the perf.data itself: exit 1, the file named, nothing
+        of the run left."""
+        shutil.copy(os.path.join(FIX, "demo.data"), os.path.join(self.fs, "perf.data"))
+        r = self.inject("-i", "perf.data", "-o", "out.data", cwd=self.fs)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        before = tree(self.fs)
+        self.fill(200)
+        # the images exist (reused, nothing to write): the perf.data fails
+        r = self.inject("-i", "perf.data", "-o", "out2.data", "--image-dir", "out.data.d",
+                        cwd=self.fs)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertRegex(r.stderr, r"out2\.data: .*No space left on device")
+        after = tree(self.fs)
+        del after["filler"]
+        self.assertEqual(before, after)
+        self.assertFalse(os.path.exists(os.path.join(self.fs, "out2.data.d")))
+
+    def test_elf_failed_rerun_keeps_images(self):
+        """perfgraft elf into a directory holding an earlier run's images:
+        a re-run that hits a full disk exits 1 and the earlier images are
+        byte for byte what they were (today: unlinked)."""
+        d = os.path.join(self.fs, "imgs")
+        dump = os.path.join(FIX, "jit-19989.dump")
+        r = run([PERFGRAFT, "elf", "-q", dump, "-o", d])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        before = tree(self.fs)
+        self.fill(150)
+        # another dump of the same pid: the same image names, other bytes
+        other = os.path.join(self.t, "other.dump")
+        data = bytearray(open(dump, "rb").read())
+        struct.pack_into("<Q", data, 24, struct.unpack_from("<Q", data, 24)[0] + 1)  # timestamp
+        open(other, "wb").write(data)
+        r = run([PERFGRAFT, "elf", "-q", "--prefix", "jitted-19989", other, "-o", d])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertRegex(r.stderr, r"imgs/jitted-19989-(pack)?\d+\.so: .*No space left on device")
+        after = tree(self.fs)
+        del after["filler"]
+        self.assertEqual(before, after)
+
+
+class Signals(Tmp):
+    def fifo_run(self, extra=(), out="out.data"):
+        """inject reading a FIFO that stalls after the jitdump marker:
+        returns the process once its images are being written."""
+        pipe = os.path.join(self.t, "demo.pipe")
+        r = subprocess.run(["perf", "--buildid-dir", os.path.join(self.t, "dbg"), "inject",
+                            "-i", os.path.join(FIX, "demo.data"), "-o", "-"],
+                           stdout=open(pipe, "wb"), stderr=subprocess.PIPE)
+        if r.returncode:
+            self.skipTest("perf inject -o - failed: %s" % r.stderr[-300:])
+        data = open(pipe, "rb").read()
+        fifo = os.path.join(self.t, "in.fifo")
+        os.mkfifo(fifo)
+        p = subprocess.Popen([PERFGRAFT, "inject", "-q", "--jitdump-dir", FIX, "-i", fifo,
+                              "-o", out] + list(extra), cwd=self.t,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        w = open(fifo, "wb")
+        self.addCleanup(w.close)
+        w.write(data[:len(data) // 2])	# the marker is at 41012
+        w.flush()
+        deadline = time.time() + 60
+        while time.time() < deadline and p.poll() is None:
+            if temps(self.t) and os.path.isdir(os.path.join(self.t, out + ".d")) and \
+               temps(os.path.join(self.t, out + ".d")):
+                break
+            time.sleep(0.05)
+        self.assertIsNone(p.poll(), p.stderr.read() if p.poll() is not None else "")
+        time.sleep(0.2)
+        return p, w
+
+    def check_signal(self, sig):
+        earlier = self.first_run(out="keep.data")
+        p, w = self.fifo_run()
+        p.send_signal(sig)
+        p.wait(timeout=30)
+        w.close()
+        self.assertEqual(p.returncode, -sig, p.stderr.read())
+        after = tree(self.t)
+        for k in ("in.fifo", "demo.pipe"):
+            after.pop(k, None)
+        self.assertEqual(temps(self.t), [])
+        self.assertFalse(os.path.exists(os.path.join(self.t, "out.data")))
+        self.assertFalse(os.path.exists(os.path.join(self.t, "out.data.d")),
+                         os.listdir(os.path.join(self.t, "out.data.d"))
+                         if os.path.exists(os.path.join(self.t, "out.data.d")) else "")
+        self.assertEqual(earlier, after)
+
+    def test_sigint_removes_temporaries(self):
+        self.check_signal(signal.SIGINT)
+
+    def test_sigterm_removes_temporaries(self):
+        self.check_signal(signal.SIGTERM)
+
+    def test_sighup_removes_temporaries(self):
+        self.check_signal(signal.SIGHUP)
+
+    def test_sigkilled_run_is_swept_by_the_next(self):
+        """SIGKILL cannot be caught: the temporaries stay, named with the
+        dead pid, and the next run into the directory removes them."""
+        p, w = self.fifo_run(extra=("--per-function",))
+        p.kill()
+        p.wait(timeout=30)
+        w.close()
+        d = os.path.join(self.t, "out.data.d")
+        left = temps(d)
+        self.assertTrue(left, "a SIGKILLed run leaves its temporaries")
+        self.assertTrue(all(".pgtmp-%d-" % p.pid in f for f in left), left)
+        # and one of a pid long gone, as after a crash
+        stale = os.path.join(d, ".jitted-7-pack0-0123456789ab.so.pgtmp-%d-abcdef" % dead_pid())
+        open(stale, "wb").write(b"x" * 100)
+        live = os.path.join(d, ".jitted-7-pack0-0123456789ab.so.pgtmp-%d-abcdef" % os.getpid())
+        open(live, "wb").write(b"x")
+        shutil.copy(os.path.join(FIX, "demo.data"), os.path.join(self.t, "perf.data"))
+        r = self.inject("-i", "perf.data", "-o", "out.data")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(temps(d), [live], "the dead runs' temporaries are removed, a live one stays")
+        self.assertEqual(temps(self.t), [live])
+
+
+class OutputDir(Tmp):
+    def test_output_d_symlink_is_not_followed(self):
+        shutil.copy(os.path.join(FIX, "demo.data"), os.path.join(self.t, "perf.data"))
+        target = os.path.join(self.t, "elsewhere")
+        os.mkdir(target)
+        os.symlink(target, os.path.join(self.t, "out.data.d"))
+        r = self.inject("-i", "perf.data", "-o", "out.data")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertRegex(r.stderr, r"out\.data\.d: is a symbolic link")
+        self.assertEqual(os.listdir(target), [])
+        self.assertFalse(os.path.exists(os.path.join(self.t, "out.data")))
+
+    def test_elf_creates_its_directory(self):
+        d = os.path.join(self.t, "new")
+        r = run([PERFGRAFT, "elf", "-q", os.path.join(FIX, "jit-19989.dump"), "-o", d])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(any(f.endswith(".so") for f in os.listdir(d)))
+        self.assertEqual(temps(d), [])
+
+    def test_elf_takes_injects_cfi_layout_spelling(self):
+        dump = os.path.join(FIX, "jit-19989.dump")
+        for args in (["--cfi-layout", "perf-5.19"], ["--cfi-layout", "standard"]):
+            r = run([PERFGRAFT, "elf", "-q", dump, "-o", os.path.join(self.t, args[1])] + args)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        r = run([PERFGRAFT, "elf", dump, "--cfi-layout", "bogus"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--cfi-layout takes standard or perf-5.19", r.stderr)
+        self.assertIn("--cfi-layout", run([PERFGRAFT, "elf", "--help"]).stdout)
+        self.assertNotIn("perf-unwind", run([PERFGRAFT, "elf", "--help"]).stdout)
+
+
+class ClosedPipe(Tmp):
+    def closed_pipe_run(self, cmd):
+        """cmd writing -o - into a pipe whose reader is already gone."""
+        rfd, wfd = os.pipe()
+        os.close(rfd)
+        try:
+            p = subprocess.run(cmd, stdout=wfd, stderr=subprocess.PIPE, cwd=self.t,
+                               text=True, errors="replace", timeout=120)
+        finally:
+            os.close(wfd)
+        return p
+
+    def check(self, p):
+        self.assertEqual(p.returncode, 1, p.stderr)	# not -SIGPIPE (141 in a shell)
+        errs = errors(p.stderr)
+        self.assertEqual(len(errs), 1, p.stderr)
+        self.assertRegex(errs[0], r"standard output: .*Broken pipe")
+
+    def test_inject_into_head(self):
+        shutil.copy(os.path.join(FIX, "demo.data"), os.path.join(self.t, "perf.data"))
+        p1 = subprocess.Popen([PERFGRAFT, "inject", "--jitdump-dir", FIX, "-i", "perf.data",
+                               "-o", "-"], cwd=self.t, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+        p2 = subprocess.run(["head", "-c", "100"], stdin=p1.stdout, capture_output=True)
+        p1.stdout.close()
+        err = p1.stderr.read().decode(errors="replace")
+        p1.wait(timeout=120)
+        self.assertEqual(len(p2.stdout), 100)
+        self.assertEqual(p1.returncode, 1, err)
+        errs = errors(err)
+        self.assertEqual(len(errs), 1, err)
+        self.assertRegex(errs[0], r"standard output: .*Broken pipe")
+        self.assertEqual(sorted(os.listdir(self.t)), ["perf.data"],
+                         "no images for an output never written")
+
+    def test_inject_closed_pipe(self):
+        shutil.copy(os.path.join(FIX, "demo.data"), os.path.join(self.t, "perf.data"))
+        self.check(self.closed_pipe_run([PERFGRAFT, "inject", "--jitdump-dir", FIX,
+                                         "-i", "perf.data", "-o", "-"]))
+        self.assertEqual(sorted(os.listdir(self.t)), ["perf.data"])
+
+    def test_xray_closed_pipe(self):
+        import xray_gen
+        open(os.path.join(self.t, "t.xray"), "wb").write(xray_gen.small_fdr_v5().data)
+        self.check(self.closed_pipe_run([PERFGRAFT, "xray", "t.xray", "-o", "-"]))
+
+    def test_gperf_closed_pipe(self):
+        import gperf_gen
+        c = gperf_gen.build("pipe", records=gperf_gen.base_stacks(), maps=gperf_gen.base_maps())
+        open(os.path.join(self.t, "p.prof"), "wb").write(c.data)
+        self.check(self.closed_pipe_run([PERFGRAFT, "gperf", "p.prof", "-o", "-"]))
+
+
+class OutputIsInput(Tmp):
+    def check_refused(self, cmd, victim):
+        before = open(victim, "rb").read()
+        r = run(cmd, cwd=self.t)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("is the input", r.stderr)
+        self.assertEqual(open(victim, "rb").read(), before)
+        self.assertEqual(temps(self.t), [])
+
+    def test_xray_output_is_a_trace(self):
+        import xray_gen
+        t = os.path.join(self.t, "t.xray")
+        open(t, "wb").write(xray_gen.small_fdr_v5().data)
+        self.check_refused([PERFGRAFT, "xray", "t.xray", "-o", "t.xray"], t)
+        os.link(t, os.path.join(self.t, "hard.xray"))	# the same file by another name
+        self.check_refused([PERFGRAFT, "xray", "t.xray", "-o", "hard.xray"], t)
+        shutil.copy("/bin/true", os.path.join(self.t, "bin"))
+        self.check_refused([PERFGRAFT, "xray", "t.xray", "-b", "bin", "-o", "bin"],
+                           os.path.join(self.t, "bin"))
+
+    def test_gperf_output_is_the_profile(self):
+        import gperf_gen
+        c = gperf_gen.build("same", records=gperf_gen.base_stacks(), maps=gperf_gen.base_maps())
+        p = os.path.join(self.t, "p.prof")
+        open(p, "wb").write(c.data)
+        self.check_refused([PERFGRAFT, "gperf", "p.prof", "-o", "p.prof"], p)
+
+    def test_inject_output_is_the_input(self):
+        p = os.path.join(self.t, "perf.data")
+        shutil.copy(os.path.join(FIX, "demo.data"), p)
+        self.check_refused([PERFGRAFT, "inject", "--jitdump-dir", FIX, "-i", "perf.data",
+                            "-o", "./perf.data"], p)
+        shutil.copy(os.path.join(FIX, "jit-19989.dump"), os.path.join(self.t, "j.dump"))
+        self.check_refused([PERFGRAFT, "inject", "-i", "perf.data", "--jitdump", "j.dump",
+                            "-o", "j.dump"], os.path.join(self.t, "j.dump"))
+
+
+class MoveHeavy(Tmp):
+    """inject's MOVE lookup is O(1): CPU time grows linearly with the
+    number of LOAD+MOVE pairs (today a search over every earlier LOAD made
+    it quadratic: 0.63 s for 40k pairs, 10 s for 160k).  A complexity check,
+    with a wide margin: 16x the pairs must cost well under 256x the time."""
+
+    def dump(self, n):
+        b = jitdump_gen.JitdumpBuilder(pid=19989, timestamp=3709214986026)
+        code = jitdump_gen.x86_64_code(0x20, 1)
+        base = jitdump_gen.BASE64
+        for i in range(n):
+            b.load(b"JS:*f%d" % i, code, base + 0x40 * i, i, timestamp=3709214986026 + 2 * i)
+        for i in range(n):
+            b.move(i, base + 0x40 * i, base + 0x40 * (n + i), len(code),
+                   timestamp=3709214986026 + 2 * n + i)
+        path = os.path.join(self.t, "jit-%d.dump" % n)
+        open(path, "wb").write(b.to_bytes())
+        return path
+
+    def cpu(self, dump):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        r = run([PERFGRAFT, "inject", "-q", "-i", os.path.join(FIX, "demo.data"),
+                 "--jitdump", dump, "-o", os.path.join(self.t, "o.data")])
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return after.ru_utime - before.ru_utime
+
+    def test_moves_cost_linear_time(self):
+        small, big = self.dump(5000), self.dump(80000)
+        self.cpu(small)				# warm the page cache
+        ts = min(self.cpu(small) for _ in range(2))
+        tb = self.cpu(big)
+        # the fixed cost (the recording itself) counts in both
+        self.assertLess(tb, 40 * max(ts, 0.02), "5k pairs %.2f s, 80k pairs %.2f s" % (ts, tb))
+
+
+if __name__ == "__main__":
+    unittest.main()
