@@ -451,9 +451,9 @@ class ImageChecks:
     def test_14_cfi_image_load_segment(self):
         # perf 5.19..6.7 (libunwind) finds .eh_frame_hdr at
         # min(map start) - (first PT_LOAD vaddr & ~4095) + hdr vaddr: with
-        # --perf-unwind-5.19 the first PT_LOAD must start at the page-aligned
+        # --cfi-layout perf-5.19 the first PT_LOAD must start at the page-aligned
         # code (== pgoff); otherwise at 0 (older/newer perf, libdw).
-        compat = "--perf-unwind-5.19" in self.EXTRA_ARGS
+        compat = "perf-5.19" in self.EXTRA_ARGS
         cfi = [p for p in self.places if self.loads[p["code_index"]].has_cfi]
         self.assertGreater(len(cfi), 0, "fixture has no function with CFI")
         fails = []
@@ -766,7 +766,7 @@ class NodeInterpPacked(ImageChecks, unittest.TestCase):
 
 class NodeUnwindPerf519(ImageChecks, unittest.TestCase):
     FIXTURE = "node-unwind.dump"
-    EXTRA_ARGS = ("--perf-unwind-5.19",)
+    EXTRA_ARGS = ("--cfi-layout", "perf-5.19")
 
 
 class FixtureOracle(unittest.TestCase):

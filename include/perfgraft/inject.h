@@ -58,21 +58,31 @@ struct pg_inject_stats {
 /* Copies opts->input (a perf.data recorded with -k mono, file or pipe
  * mode; "-" reads standard input) to opts->output (pipe mode when the
  * input is pipe mode or output is "-", which writes standard output),
- * written atomically beside its final name.  Every jitdump whose
- * jit-PID.dump marker mmap the input records (looked for at the recorded
- * path, then in jitdump_dir), and every dump in jitdumps, is read once:
+ * written atomically beside its final name.  Every jitdump the input
+ * records a marker mmap of (a file named jit-PID.dump mapped by PID, or
+ * any file mapped executable whose header is a jitdump's with the mapping
+ * process's pid; looked for at the recorded path, then, for dump-like
+ * names, in jitdump_dir), and every dump in jitdumps, is read once:
  * its images go into the image directory (created when missing, its
  * parent must exist) and one MMAP2 per LOAD/MOVE, naming the image by its
  * absolute path, is merged into the records in time order; the markers
  * and the exec anonymous maps the JIT code hid behind are dropped.  A dump
  * that cannot be used (missing, damaged, a clock that does not match the
  * input's) is a warning and counted in dumps_failed; the rest is injected.
+ * found, when set, is called (from the calling thread) with each dump
+ * found through a marker before it is read.
  * progress is called from the calling thread, for file-mode input only.
  * Returns 0, or a negative errno with the message in diag->err: the
  * input's errors (see pg_perfdata_open(), pg_perfdata_next()), the
  * output's (pg_pdw_open(), pg_pdw_close()), the errno of creating the
- * image directory, -ENOMEM.  A failed run removes its output, the images
- * it wrote and the image directory it created.  opts, its input and
+ * image directory or of writing an image (-ENOSPC, ...: the message
+ * names the file), -ELOOP when the default image directory is a
+ * symbolic link, -ENOMEM.  The images take their final names only when
+ * the output's bytes are all written (file output), or before the records
+ * that name them (a stream: "-" or a FIFO); an image already there with
+ * the same name and build-id is reused.  A failed run removes only what
+ * it created (its output, its images, the image directory it made): the
+ * earlier output and images stay as they were.  opts, its input and
  * output, diag and stats must not be NULL. */
 int pg_inject(const struct pg_inject_opts *opts, struct pg_diag *diag,
 	      struct pg_inject_stats *stats);
