@@ -4,6 +4,9 @@
 # node recording (about 62,000 JIT code loads, a 61 MB jitdump).  Targets:
 # at least 20x faster, at most 1/5 of perf's peak RSS, at most 10 image
 # files, and bytes written (images + output) at most 1.2x the dump's size.
+# Then the MOVE-heavy case: synthesized dumps of 20,000 and 160,000
+# LOAD+MOVE pairs (move-heavy.py), both tools' times, and perfgraft's
+# 160k/20k time ratio (8 when linear in the pairs).
 #
 # usage: bench/bench-inject.sh [BUILD_DIR]
 #
@@ -11,7 +14,10 @@
 #
 # Environment: RUNS (default 1) timed runs of each inject, best wall time
 # wins; GEN_ARGS (default "20000 2 16") arguments for gen-big-node.js;
-# NODE (default node); PERF (default perf).
+# NODE (default node); PERF (default perf); CASES (default "node move"):
+# the cases to run; MOVE_PAIRS (default "20000 160000") the MOVE-heavy
+# sizes; MOVE_PERF_TIMEOUT (default 600) seconds perf inject may take on
+# one MOVE-heavy dump before it is stopped and reported as timed out.
 #
 # Everything happens in a temporary directory removed at exit.  Every perf
 # command gets --buildid-dir TMP/debug and perf record gets -N, so nothing
@@ -27,6 +33,9 @@ runs=${RUNS:-1}
 node=${NODE:-node}
 perf=${PERF:-perf}
 gen_args=${GEN_ARGS:-20000 2 16}
+cases=${CASES:-node move}
+move_pairs=${MOVE_PAIRS:-20000 160000}
+move_timeout=${MOVE_PERF_TIMEOUT:-600}
 
 target_speedup=20	# perf wall / perfgraft wall, at least
 target_rss=5		# perf RSS / perfgraft RSS, at least
@@ -41,9 +50,17 @@ pg=$build/perfgraft
 pg=$(cd "$(dirname "$pg")" && pwd)/$(basename "$pg")
 [ -x /usr/bin/time ] || die "/usr/bin/time is missing (Debian: apt-get install time)"
 command -v "$perf" >/dev/null || die "no $perf (Debian: apt-get install linux-perf)"
-command -v "$node" >/dev/null || die "no $node"
+want() { [[ " $cases " == *" $1 "* ]]; }
+for c in $cases; do
+	[ "$c" = node ] || [ "$c" = move ] || die "CASES: unknown case '$c' (node, move)"
+done
+if want node; then command -v "$node" >/dev/null || die "no $node"; fi
 command -v python3 >/dev/null || die "no python3"
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive integer"
+[[ "$move_timeout" =~ ^[1-9][0-9]*$ ]] || die "MOVE_PERF_TIMEOUT must be a positive integer"
+for n in $move_pairs; do
+	[[ "$n" =~ ^[1-9][0-9]*$ ]] || die "MOVE_PAIRS: '$n' is not a positive integer"
+done
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench-inject.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -75,6 +92,104 @@ remove_new() {
 }
 rss_kb() { awk -F': *' '/Maximum resident set size/ {print $2}' "$1"; }
 cpu_s() { awk -F': *' '/User time/ {u = $2} /System time/ {s = $2} END {printf "%.2f %.2f", u, s}' "$1"; }
+
+# ---- MOVE-heavy dumps ------------------------------------------------------
+# For each size N of $move_pairs: move-heavy.py writes a dump of N LOAD+MOVE
+# pairs and a perf.data mapping it; perfgraft inject runs RUNS times (best
+# wall time), perf inject --jit once under `timeout $move_timeout` (its
+# 160,000 jitted-*.so take tens of seconds and ~1 GB of disk), then the
+# directory is removed.  At the smallest size the two outputs' perf report
+# --sort sym are compared.
+move_bench() {
+	local n d t0 t1 dt best kb ps pst dump_mb first=1
+	: >"$logs/move.rows"
+	for n in $move_pairs; do
+		d=$tmp/move-$n
+		mkdir -p "$d/pg" "$d/perf" "$d/debug"
+		echo "bench-inject: MOVE-heavy: $n LOAD+MOVE pairs (move-heavy.py)"
+		python3 "$here/move-heavy.py" "$n" "$d" || fail "move-heavy.py $n"
+		dump_mb=$(stat -c %s "$d/jit-4242.dump" | awk '{printf "%.1f", $1 / 1e6}')
+		best='' kb=0
+		for i in $(seq "$runs"); do
+			rm -rf "$d/pg/out.data" "$d/pg/out.data.d"
+			cat "$d/jit-4242.dump" "$d/perf.data" >/dev/null
+			t0=$(now_ns)
+			(cd "$d/pg" && /usr/bin/time -v -o "$logs/move-pg.time" \
+				"$pg" inject -i "$d/perf.data" -o out.data \
+				>"$logs/move-pg.out" 2>"$logs/move-pg.err") ||
+				{ tail -n 20 "$logs/move-pg.err" >&2; fail "$pg inject ($n pairs)"; }
+			t1=$(now_ns)
+			dt=$((t1 - t0))
+			if [ -z "$best" ] || [ "$dt" -lt "$best" ]; then best=$dt; fi
+			if [ "$(rss_kb "$logs/move-pg.time")" -gt "$kb" ]; then
+				kb=$(rss_kb "$logs/move-pg.time")
+			fi
+		done
+		grep '^perfgraft: inject:' "$logs/move-pg.err" | sed 's/^/bench-inject:   /' || true
+		echo "bench-inject:   perf inject --jit (at most ${move_timeout} s)"
+		pst=0
+		t0=$(now_ns)
+		(cd "$d/perf" && timeout "$move_timeout" "$perf" --buildid-dir "$d/debug" \
+			inject --jit -i "$d/perf.data" -o out.data \
+			>"$logs/move-perf.out" 2>"$logs/move-perf.err") || pst=$?
+		t1=$(now_ns)
+		if [ "$pst" -eq 124 ]; then
+			ps=timeout
+		elif [ "$pst" -ne 0 ]; then
+			tail -n 20 "$logs/move-perf.err" >&2
+			fail "perf inject --jit ($n pairs)"
+		else
+			ps=$((t1 - t0))
+		fi
+		if [ "$first" = 1 ] && [ "$ps" != timeout ]; then
+			"$perf" --buildid-dir "$d/debug" report --stdio --sort sym -n -i "$d/perf/out.data" \
+				2>/dev/null | grep -v '^#' | sed '/^$/d' >"$logs/move-report.perf" || true
+			"$perf" --buildid-dir "$d/debug" report --stdio --sort sym -n -i "$d/pg/out.data" \
+				2>/dev/null | grep -v '^#' | sed '/^$/d' >"$logs/move-report.pg" || true
+			if [ -s "$logs/move-report.pg" ] &&
+				cmp -s "$logs/move-report.perf" "$logs/move-report.pg"; then
+				echo "bench-inject:   perf report --sort sym: the same $(wc -l <"$logs/move-report.pg") rows from both outputs"
+			else
+				echo "bench-inject: WARNING: perf report --sort sym differs between the outputs ($n pairs)" >&2
+				diff "$logs/move-report.perf" "$logs/move-report.pg" | head -n 10 >&2 || true
+			fi
+		fi
+		first=0
+		echo "$n $dump_mb $ps $best $kb" >>"$logs/move.rows"
+		rm -rf "$d"
+	done
+	awk -v timeout="$move_timeout" '
+	{ n[NR] = $1; mb[NR] = $2; p[NR] = $3; g[NR] = $4 / 1e9; kb[NR] = $5 }
+	END {
+		printf "\nMOVE-heavy dumps (LOAD+MOVE pairs; one sample per 10 pairs):\n"
+		printf "%10s %9s %18s %13s %9s %11s\n", "pairs", "dump MB", "perf inject --jit s",
+			"perfgraft s", "perf/pg", "pg RSS MB"
+		for (i = 1; i <= NR; i++) {
+			if (p[i] == "timeout")
+				printf "%10d %9.1f %18s %13.2f %9s %11.1f\n", n[i], mb[i],
+					"> " timeout, g[i], "> " sprintf("%.1f", timeout / g[i]) "x",
+					kb[i] * 1024 / 1e6
+			else
+				printf "%10d %9.1f %18.2f %13.2f %8.1fx %11.1f\n", n[i], mb[i], p[i] / 1e9,
+					g[i], (g[i] > 0 ? p[i] / 1e9 / g[i] : 0), kb[i] * 1024 / 1e6
+		}
+		if (NR > 1 && g[1] > 0)
+			printf "perfgraft %d/%d time ratio: %.1f (linear: %.0f; quadratic: %.0f)\n",
+				n[NR], n[1], g[NR] / g[1], n[NR] / n[1], (n[NR] / n[1]) ^ 2
+	}' "$logs/move.rows"
+}
+
+home_debug_check() {
+	if [ -d "$HOME/.debug" ] && [ -n "$(find "$HOME/.debug" -newer "$logs/start" -print -quit 2>/dev/null)" ]; then
+		echo "bench-inject: warning: something under $HOME/.debug changed during the run" >&2
+	fi
+}
+
+if ! want node; then
+	move_bench
+	home_debug_check
+	exit 0
+fi
 
 # ---- 1. record ---------------------------------------------------------
 echo "bench-inject: recording: $perf record -k mono -g -e cpu-clock -N -- $node gen-big-node.js $gen_args"
@@ -324,7 +439,6 @@ BEGIN {
 		pf(bytes_r <= t_bytes), g_bytes / 1e6, dump_bytes / 1e6, bytes_r, t_bytes
 }'
 
-if [ -d "$HOME/.debug" ] && [ -n "$(find "$HOME/.debug" -newer "$logs/start" -print -quit 2>/dev/null)" ]; then
-	echo "bench-inject: warning: something under $HOME/.debug changed during the run" >&2
-fi
+if want move; then move_bench; fi
+home_debug_check
 exit 0
