@@ -26,7 +26,7 @@ import jitdump_gen  # noqa: E402
 
 FIX = os.path.join(HERE, "fixtures", "perf")
 PERFGRAFT = os.environ.get("PERFGRAFT", os.path.join(HERE, "..", "build", "perfgraft"))
-TMP_RE = re.compile(r"\.pgtmp-\d+-[0-9a-f]{6}$")
+TMP_RE = re.compile(r"\.pgtmp-(\d+)-([0-9a-f]{8})-[0-9a-f]{6}$")
 
 
 def run(cmd, **kw):
@@ -266,16 +266,27 @@ class Signals(Tmp):
         left = temps(d)
         self.assertTrue(left, "a SIGKILLed run leaves its temporaries")
         self.assertTrue(all(".pgtmp-%d-" % p.pid in f for f in left), left)
-        # and one of a pid long gone, as after a crash
-        stale = os.path.join(d, ".jitted-7-pack0-0123456789ab.so.pgtmp-%d-abcdef" % dead_pid())
-        open(stale, "wb").write(b"x" * 100)
-        live = os.path.join(d, ".jitted-7-pack0-0123456789ab.so.pgtmp-%d-abcdef" % os.getpid())
+        space = TMP_RE.search(left[0]).group(2)	# this boot and pid namespace
+        name = os.path.join(d, ".jitted-7-pack0-0123456789ab.so.pgtmp-%d-%s-abcdef")
+        # a pid long gone, as after a crash: removed
+        open(name % (dead_pid(), space), "wb").write(b"x" * 100)
+        # a live process's: kept
+        live = name % (os.getpid(), space)
         open(live, "wb").write(b"x")
+        # a dead pid of another pid namespace or host (it may be alive
+        # there): kept, unless nothing touched it for a day
+        other = "%08x" % (int(space, 16) ^ 0x10)
+        foreign = name % (dead_pid(), other)
+        open(foreign, "wb").write(b"x")
+        old = name % (1, other)
+        open(old, "wb").write(b"x")
+        os.utime(old, (time.time() - 2 * 86400,) * 2)
         shutil.copy(os.path.join(FIX, "demo.data"), os.path.join(self.t, "perf.data"))
         r = self.inject("-i", "perf.data", "-o", "out.data")
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(temps(d), [live], "the dead runs' temporaries are removed, a live one stays")
-        self.assertEqual(temps(self.t), [live])
+        self.assertEqual(sorted(temps(d)), sorted([live, foreign]),
+                         "the dead runs' temporaries are removed, a live one stays")
+        self.assertEqual(sorted(temps(self.t)), sorted([live, foreign]))
 
 
 class OutputDir(Tmp):
@@ -296,6 +307,35 @@ class OutputDir(Tmp):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertTrue(any(f.endswith(".so") for f in os.listdir(d)))
         self.assertEqual(temps(d), [])
+
+    def test_elf_failure_removes_the_directory_it_made(self):
+        d = os.path.join(self.t, "new")
+        r = run([PERFGRAFT, "elf", os.path.join(self.t, "missing.dump"), "-o", d])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertFalse(os.path.exists(d))
+
+    def test_other_layout_is_not_reused(self):
+        """An image of the other CFI layout has the same code but is not
+        the same image: a re-run with --cfi-layout perf-5.19 must write its
+        own layout, not reuse the standard one found under the same name."""
+        d = os.path.join(self.t, "imgs")
+        dump = os.path.join(HERE, "fixtures", "node", "node-unwind.dump")
+
+        def loads():
+            out = {}
+            for f in sorted(os.listdir(d)):
+                r = run(["readelf", "-lW", os.path.join(d, f)])
+                m = re.search(r"^\s*LOAD\s+(0x[0-9a-f]+)", r.stdout, re.M)
+                out[f] = int(m.group(1), 16)
+            return out
+        self.assertEqual(run([PERFGRAFT, "elf", "-q", dump, "-o", d]).returncode, 0)
+        std = loads()
+        self.assertEqual(set(std.values()), {0})
+        r = run([PERFGRAFT, "elf", "-q", "--cfi-layout", "perf-5.19", dump, "-o", d])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        compat = loads()
+        self.assertEqual(set(std), set(compat))
+        self.assertIn(0x1000, compat.values(), "the CFI images must start their PT_LOAD at the code")
 
     def test_elf_takes_injects_cfi_layout_spelling(self):
         dump = os.path.join(FIX, "jit-19989.dump")

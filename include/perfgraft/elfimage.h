@@ -123,7 +123,7 @@ int pg_elfset_finish(pg_elfset *set);
  * committed: pg_elfset_discard() removes them). */
 int pg_elfset_commit(pg_elfset *set);
 /* The committed files are the caller's for good: no longer removed on a
- * signal. */
+ * signal, nor by pg_elfset_discard(). */
 void pg_elfset_keep(pg_elfset *set);
 /* Removes every file this set wrote: temporaries, and committed images it
  * created; reused files stay.  Use it when the output the images were for

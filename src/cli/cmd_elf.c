@@ -9,6 +9,7 @@
 
 #include <perfgraft/elfimage.h>
 #include "cli/cli.h"
+#include "util/util.h"
 
 static void do_help(FILE *f)
 {
@@ -55,7 +56,7 @@ int cmd_elf(int argc, char **argv)
 	struct pg_jd_record rec;
 	pg_jitdump *jd = NULL;
 	pg_elfset *set = NULL;
-	bool list = false, quiet = false;
+	bool list = false, quiet = false, made_dir = false;
 	uint64_t placed = 0, skipped = 0, bytes = 0;
 	double t0 = now_seconds(), next_progress = 0;
 	int c, ret, status = 0;
@@ -91,20 +92,27 @@ int cmd_elf(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	cli_diag_init(&diag, &w);
-	/* DIR is created as inject creates OUTPUT.d (its parent must exist) */
-	if (mkdir(eo.dir, 0755) < 0 && errno != EEXIST) {
+	/* DIR is created as inject creates OUTPUT.d (its parent must exist),
+	 * and removed again if the run fails */
+	if (mkdir(eo.dir, 0755) == 0)
+		made_dir = true;
+	else if (errno != EEXIST) {
 		cli_error("%s: %s", eo.dir, strerror(errno));
 		return EXIT_BADINPUT;
 	}
 	ret = pg_jitdump_open(argv[optind], 0, &diag, &jd);
 	if (ret < 0) {
 		cli_error("%s", diag.err);
+		if (made_dir)
+			rmdir(eo.dir);
 		return EXIT_BADINPUT;
 	}
 	ret = pg_elfset_new(pg_jitdump_header(jd), argv[optind], &eo, &diag, &set);
 	if (ret < 0) {
 		cli_error("%s", diag.err);
 		pg_jitdump_close(jd);
+		if (made_dir)
+			rmdir(eo.dir);
 		return EXIT_BADINPUT;
 	}
 	while ((ret = pg_jitdump_next(jd, &rec)) > 0) {
@@ -137,14 +145,25 @@ int cmd_elf(int argc, char **argv)
 	if (ret == 0)
 		ret = pg_elfset_finish(set);
 	/* the images take their names only when every one is written: a
-	 * failed run leaves DIR as it was */
-	if (ret == 0)
+	 * failed run leaves DIR as it was.  A commit may replace earlier
+	 * images of the same names: no signal may stop it half-way (the
+	 * replaced files are gone, the new ones would be removed), and what
+	 * it committed stays even if a rename fails. */
+	if (ret == 0) {
+		sigset_t old;
+
+		pg_block_fatal_signals(true, &old);
 		ret = pg_elfset_commit(set);
+		pg_elfset_keep(set);
+		pg_block_fatal_signals(false, &old);
+	}
 	if (next_progress > 0)
 		fprintf(stderr, "\r\033[K");
 	if (ret < 0) {
 		cli_error("%s", diag.err);
-		pg_elfset_discard(set);
+		pg_elfset_discard(set);	/* the temporaries; kept files stay */
+		if (made_dir)
+			rmdir(eo.dir);	/* only if empty */
 		status = EXIT_BADINPUT;
 	} else if (!quiet) {
 		size_t n = pg_elfset_count(set), ncfi = 0, npack = 0;

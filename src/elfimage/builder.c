@@ -25,6 +25,8 @@
 /* DWARF32 and ELF32 string offsets: an image's tables stay below this */
 #define TABLE_LIMIT (1ull << 30)
 #define NAME_LIMIT (1u << 20)
+/* bump when the bytes written for the same input change */
+#define IMAGE_FORMAT 2
 
 enum { SEC_NOTE = 1, SEC_TEXT, SEC_EH_FRAME, SEC_EH_FRAME_HDR, SEC_ABBREV,
        SEC_INFO, SEC_LINE, SEC_ARANGES, SEC_SYMTAB, SEC_STRTAB, SEC_SHSTRTAB, SEC_COUNT };
@@ -222,8 +224,13 @@ static int new_image(pg_elfset *set, const char *want, struct img **out)
 	{
 		/* identity of the input: same dump, same build-ids */
 		uint64_t id[3] = { set->hdr.pid, set->hdr.timestamp, set->hdr.elf_mach };
+		/* the layout and the writer's format are part of what an image
+		 * is: an image of another layout (or of an older writer) must not
+		 * pass for this one when an existing file is reused */
+		uint8_t layout[2] = { IMAGE_FORMAT, set->cfi_compat };
 
 		sha1_update(&im->sha, 14, (const uint8_t *)"perfgraft-jit");
+		sha1_update(&im->sha, sizeof(layout), layout);
 		sha1_update(&im->sha, sizeof(id), (const uint8_t *)id);
 		sha1_update(&im->sha, strlen(name) + 1, (const uint8_t *)name);
 	}
@@ -458,6 +465,7 @@ static int write_image(pg_elfset *set, struct img *im)
 	if (ret)
 		goto out;
 	ret = -EIO;
+	errno = 0;	/* elf_fail reports the errno of a libelf call only */
 	elf = elf_begin(of.fd, ELF_C_WRITE, NULL);
 	if (!elf || !gelf_newehdr(elf, cls) || !gelf_getehdr(elf, &eh_))
 		goto elf_fail;
@@ -572,7 +580,6 @@ static int write_image(pg_elfset *set, struct img *im)
 	if (!gelf_update_phdr(elf, 2, &ph))
 		goto elf_fail;
 
-	errno = 0;
 	if (elf_update(elf, ELF_C_WRITE) < 0)
 		goto elf_fail;
 	elf_end(elf);
@@ -717,14 +724,19 @@ int pg_elfset_commit(pg_elfset *set)
 
 		if (!p->pending)
 			continue;
+		/* the final name is listed before it exists (no moment where a
+		 * signal finds it unlisted); only names no file had are committed
+		 * here for inject, and elf commits with the signals blocked */
+		p->reg = pg_cleanup_add(set->dirfd, set->images[i].name, false);
 		ret = pg_outfile_commit(&p->of, set->diag);
 		p->pending = false;
 		if (ret) {
+			pg_cleanup_del(p->reg);
+			p->reg = -1;
 			set->images[i].written = false;
 			return ret;
 		}
 		p->created = true;
-		p->reg = pg_cleanup_add(set->dirfd, set->images[i].name, false);
 	}
 	return 0;
 }
@@ -734,6 +746,7 @@ void pg_elfset_keep(pg_elfset *set)
 	for (size_t i = 0; set && i < set->nimages; i++) {
 		pg_cleanup_del(set->pend[i].reg);
 		set->pend[i].reg = -1;
+		set->pend[i].created = false;	/* discard leaves it too */
 	}
 }
 

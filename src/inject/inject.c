@@ -720,8 +720,20 @@ int pg_inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 	for (size_t i = 0; !ret && i < j.nsets; i++)
 		ret = pg_elfset_commit(j.sets[i]);
 	if (!ret && j.w) {
+		sigset_t old;
+
+		/* The images become the output's before its rename: a signal
+		 * between the two then leaves unreferenced images (a leak) and
+		 * the earlier output, never an output without its images; and
+		 * none is taken until the rename is done. */
+		pg_block_fatal_signals(true, &old);
+		for (size_t i = 0; i < j.nsets; i++)
+			pg_elfset_keep(j.sets[i]);
+		pg_cleanup_del(dir_reg);
+		dir_reg = -1;
 		ret = pg_pdw_close(j.w);
 		j.w = NULL;
+		pg_block_fatal_signals(false, &old);
 	}
 out:
 	if (j.w)

@@ -369,10 +369,16 @@ static int z_new(pg_pdw *w, int level)
 		if (!zp->slot[i].in || !zp->slot[i].out)
 			return -ENOMEM;
 	}
-	/* without threads, stages are compressed inline */
+	/* without threads, stages are compressed inline; the workers never
+	 * take SIGINT/SIGTERM/SIGHUP (they inherit the blocked mask), so the
+	 * cleanup handler runs in the caller's thread, once */
+	sigset_t old;
+
+	pg_block_fatal_signals(true, &old);
 	while (zp->nworkers < ZWORKERS &&
 	       pthread_create(&zp->th[zp->nworkers], NULL, z_worker, zp) == 0)
 		zp->nworkers++;
+	pg_block_fatal_signals(false, &old);
 	return 0;
 }
 

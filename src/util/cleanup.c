@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <time.h>
 #include <sys/stat.h>
 #include "util/util.h"
 
@@ -114,13 +115,32 @@ fail:
 
 void pg_cleanup_del(long handle)
 {
+	int expect = LIVE;
+
 	if (handle < 0)
 		return;
 	pthread_mutex_lock(&mu);
-	atomic_store(&at((size_t)handle)->state, FREE);
-	if (pg_grow((void **)&free_list, &free_cap, nfree + 1, sizeof(*free_list)))
+	/* a handler that claimed it first (another thread) is using its
+	 * name: the slot is never reused, the process is dying anyway */
+	if (atomic_compare_exchange_strong(&at((size_t)handle)->state, &expect, FREE) &&
+	    pg_grow((void **)&free_list, &free_cap, nfree + 1, sizeof(*free_list)))
 		free_list[nfree++] = (size_t)handle;
 	pthread_mutex_unlock(&mu);
+}
+
+void pg_block_fatal_signals(bool block, sigset_t *old)
+{
+	sigset_t s;
+
+	if (!block) {
+		pthread_sigmask(SIG_SETMASK, old, NULL);
+		return;
+	}
+	sigemptyset(&s);
+	sigaddset(&s, SIGINT);
+	sigaddset(&s, SIGTERM);
+	sigaddset(&s, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &s, old);
 }
 
 /* Async-signal-safe: atomics, unlinkat and nothing else.  Files first,
@@ -149,46 +169,111 @@ void pg_cleanup_run(void)
 /* ---- temporary names ---- */
 
 #define TMP_TAG ".pgtmp-"
+#define STALE_SECONDS (24 * 3600)
+
+/* Which pids a temporary's pid means: this boot of this machine, this
+ * pid namespace.  A pid is only known dead (kill: ESRCH) within them; a
+ * file from a container or another host sharing the directory has
+ * another tag and is left alone. */
+static unsigned pid_space(void)
+{
+	static atomic_uint tag;
+	unsigned t = atomic_load(&tag);
+	char buf[128] = "", ns[64] = "";
+	uint32_t h = 2166136261u;
+	ssize_t n;
+	int fd;
+
+	if (t)
+		return t;
+	fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		buf[n > 0 ? n : 0] = 0;
+		close(fd);
+	}
+	n = readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);
+	ns[n > 0 ? n : 0] = 0;
+	for (const char *p = buf; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	for (const char *p = ns; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	t = h | 1;		/* never 0: 0 is "not computed" */
+	atomic_store(&tag, t);
+	return t;
+}
 
 int pg_tmpname(char *buf, size_t size, const char *name, unsigned rnd)
 {
-	int n = snprintf(buf, size, ".%s" TMP_TAG "%ld-%06x", name, (long)getpid(),
-			 rnd & 0xffffff);
+	int n = snprintf(buf, size, ".%s" TMP_TAG "%ld-%08x-%06x", name, (long)getpid(),
+			 pid_space(), rnd & 0xffffff);
 
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
-/* The pid of a perfgraft temporary file name, or 0. */
-static long tmp_pid(const char *name)
+static bool hexes(const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')))
+			return false;
+	return true;
+}
+
+/* The pid and pid-space tag of a perfgraft temporary file name; false
+ * for any other name. */
+static bool tmp_parse(const char *name, long *pid, unsigned *space)
 {
 	const char *t, *p;
-	long pid = 0;
+	long v = 0;
 
 	if (name[0] != '.')
-		return 0;
+		return false;
 	t = strstr(name, TMP_TAG);
 	if (!t)
-		return 0;
+		return false;
 	while (strstr(t + 1, TMP_TAG))
 		t = strstr(t + 1, TMP_TAG);
 	for (p = t + strlen(TMP_TAG); *p >= '0' && *p <= '9'; p++)
-		if ((pid = pid * 10 + (*p - '0')) > INT_MAX)
-			return 0;
-	if (p == t + strlen(TMP_TAG) || *p != '-' || strlen(p + 1) != 6)
-		return 0;
-	for (p++; *p; p++)
-		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
-			return 0;
-	return pid;
+		if ((v = v * 10 + (*p - '0')) > INT_MAX)
+			return false;
+	if (p == t + strlen(TMP_TAG) || !v || *p != '-' || strlen(p) != 1 + 8 + 1 + 6 ||
+	    !hexes(p + 1, 8) || p[9] != '-' || !hexes(p + 10, 6))
+		return false;
+	*pid = v;
+	*space = (unsigned)strtoul(p + 1, NULL, 16);
+	return true;
 }
 
 long pg_sweep_dead_temps(int dirfd)
 {
-	int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+	static struct { dev_t dev; ino_t ino; } swept[MAX_DIRS];
+	static size_t nswept;
+	struct stat dst;
+	int fd;
 	DIR *d;
 	struct dirent *de;
 	long removed = 0;
+	time_t now = time(NULL);
+	char **names = NULL;
+	size_t n = 0, cap = 0;
 
+	/* once per directory and process: a run reading many dumps into one
+	 * directory does not read it again for each */
+	if (fstat(dirfd, &dst) < 0)
+		return 0;
+	pthread_mutex_lock(&mu);
+	for (size_t i = 0; i < nswept; i++)
+		if (swept[i].dev == dst.st_dev && swept[i].ino == dst.st_ino) {
+			pthread_mutex_unlock(&mu);
+			return 0;
+		}
+	if (nswept < MAX_DIRS) {
+		swept[nswept].dev = dst.st_dev;
+		swept[nswept].ino = dst.st_ino;
+		nswept++;
+	}
+	pthread_mutex_unlock(&mu);
+	fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
 	if (fd < 0)
 		return 0;
 	d = fdopendir(fd);
@@ -197,20 +282,35 @@ long pg_sweep_dead_temps(int dirfd)
 		return 0;
 	}
 	while ((de = readdir(d))) {
-		long pid = tmp_pid(de->d_name);
+		long pid;
+		unsigned space;
 		struct stat st;
+		bool dead;
 
-		if (!pid || pid == (long)getpid())
-			continue;
-		/* a run killed by SIGKILL, or on a machine that crashed; a pid
-		 * that exists (even another user's) may still be writing it */
-		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+		if (!tmp_parse(de->d_name, &pid, &space) ||
+		    (pid == (long)getpid() && space == pid_space()))
 			continue;
 		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
 			continue;
-		if (unlinkat(dirfd, de->d_name, 0) == 0)
-			removed++;
+		/* a run killed by SIGKILL: its pid is gone from our pid space
+		 * (one that exists, even another user's, may still be writing
+		 * it); from elsewhere or an earlier boot: untouched for a day */
+		dead = space == pid_space() && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+		if (!dead && now - st.st_mtime < STALE_SECONDS)
+			continue;
+		/* removed after the walk: unlinking during readdir can make it
+		 * skip entries (seen on ext4 with thousands of them) */
+		if (!pg_grow((void **)&names, &cap, n + 1, sizeof(*names)) ||
+		    !(names[n] = strdup(de->d_name)))
+			break;
+		n++;
 	}
 	closedir(d);
+	for (size_t k = 0; k < n; k++) {
+		if (unlinkat(dirfd, names[k], 0) == 0)
+			removed++;
+		free(names[k]);
+	}
+	free(names);
 	return removed;
 }

@@ -47,9 +47,19 @@ int pg_outfile_open(struct pg_outfile *f, int dirfd, const char *name,
 			errno = ENAMETOOLONG;
 			break;
 		}
+		/* listed before it exists: a signal cannot find it unlisted (the
+		 * name is this process's own, so removing it early is harmless) */
+		f->reg = pg_cleanup_add(dirfd, f->tmpname, false);
 		f->fd = openat(dirfd, f->tmpname,
 			       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-		if (f->fd >= 0 || errno != EEXIST)
+		if (f->fd >= 0)
+			break;
+		int e = errno;
+
+		pg_cleanup_del(f->reg);
+		f->reg = -1;
+		errno = e;
+		if (e != EEXIST)
 			break;
 	}
 	if (f->fd < 0) {
@@ -59,8 +69,6 @@ int pg_outfile_open(struct pg_outfile *f, int dirfd, const char *name,
 		return pg_err(d, -e, "cannot create a file beside '%s': %s", name, strerror(e));
 	}
 	f->tmp_exists = true;
-	/* removed by a SIGINT/SIGTERM/SIGHUP handler (pg_cleanup_run) */
-	f->reg = pg_cleanup_add(dirfd, f->tmpname, false);
 	return 0;
 }
 

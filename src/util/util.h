@@ -84,10 +84,17 @@ void pg_outfile_abort(struct pg_outfile *f);
 long pg_cleanup_add(int dirfd, const char *name, bool is_dir);
 void pg_cleanup_del(long handle);
 void pg_cleanup_run(void);
-/* ".NAME.pgtmp-PID-RRRRRR" into buf; -ENAMETOOLONG when it does not fit. */
+/* Blocks (or restores) SIGINT/SIGTERM/SIGHUP in the calling thread: for
+ * the moment an output changes hands, and for worker threads. */
+#include <signal.h>
+void pg_block_fatal_signals(bool block, sigset_t *old);
+/* ".NAME.pgtmp-PID-SPACE-RRRRRR" into buf (SPACE: 8 hex digits naming
+ * this boot and pid namespace); -ENAMETOOLONG when it does not fit. */
 int pg_tmpname(char *buf, size_t size, const char *name, unsigned rnd);
 /* Removes the perfgraft temporary files in a directory whose process is
- * gone (a run killed with SIGKILL); returns how many. */
+ * gone (a run killed with SIGKILL, in this boot and pid namespace), or
+ * that nothing touched for a day; once per directory and process.
+ * Returns how many. */
 long pg_sweep_dead_temps(int dirfd);
 
 /* The GNU build-id of an ELF (libelf handle, or a file that may not exist
