@@ -67,6 +67,10 @@ static int xray_fuzz_one(const uint8_t *data, size_t size)
 			.traces = traces, .ntraces = 1, .output = out, .pipe = pipe,
 			.frequency = 10000,	/* 100 us grid */
 			.max_gap_ns = 100000,	/* at most one sample per thread and gap */
+			/* thin after 2 samples (the pipe pass) so that short
+			 * inputs reach the thinning; the file pass keeps the
+			 * default */
+			.thin_after = pipe ? 2 : 0,
 		};
 
 		(void)pg_xray_convert(&o, &diag, &st);

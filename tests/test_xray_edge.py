@@ -18,11 +18,22 @@ CLI contract under test:
   and event records per thread by time plus one thread_end per thread.
   Damage: a warning naming "offset N" (the bad record), the rest of that
   buffer skipped; exit 1 only when the header is unusable.
+
+XrayBoundTest: tiny traces whose calls last long (tests/xray_gen.py
+long_calls_fdr, long_call_beside_ticks) convert into small perf.data:
+  perfgraft xray TRACE [--thin-after N] [-F HZ] [--max-gap SEC]
+a stack unchanged for more than N samples (default 1000) is sampled ever
+more sparsely, each sample's period the grid time since the one before;
+perf report's period sums stay the full grid's, a warning names the first
+thinned stack, the summary counts them.
 """
 
+import collections
 import json
+import math
 import os
 import re
+import shutil
 import stat
 import subprocess
 import sys
@@ -591,6 +602,253 @@ class XrayGeneratorTest(unittest.TestCase):
                     self.cases[name].write(path)
                     doc, text = gen.llvm_yaml(path, tool)
                     self.assertIsNone(doc, "llvm-xray accepted %s" % name)
+
+
+THIN_DEFAULT = 1000
+SAMPLES_RE = re.compile(r"-> (\d+) samples every")
+THINNED_RE = re.compile(r"thinned: (\d+) runs? of an unchanged call stack outlasted (\d+) "
+                        r"samples \(--thin-after\).* the (\d+) samples carry the time of "
+                        r"(\d+) grid samples")
+
+
+def thin_bound(points, n):
+    """Most samples a run of `points` grid points may take with
+    --thin-after n: n per doubling of the spacing, plus the last one."""
+    if points <= n:
+        return points
+    return n * math.ceil(math.log2(points / n + 1)) + 1
+
+
+class XrayBoundTest(unittest.TestCase):
+    """Samples are bounded by --thin-after, not by the trace's time span."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls._tmp = tempfile.TemporaryDirectory(prefix="perfgraft-xray-bound-")
+        cls.tmp = cls._tmp.name
+        cls.buildid = os.path.join(cls.tmp, "buildid")
+        os.mkdir(cls.buildid)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._tmp.cleanup()
+
+    def need_binary(self):
+        if not (os.path.isfile(PERFGRAFT) and os.access(PERFGRAFT, os.X_OK)):
+            self.fail("perfgraft binary not found or not executable: %s" % PERFGRAFT)
+
+    def need_perf(self):
+        if not shutil.which("perf"):
+            self.skipTest("perf not installed")
+
+    def write(self, case):
+        path = os.path.join(self.tmp, case.name + ".xray")
+        case.write(path)
+        return path
+
+    def stream(self, trace, limit, *args):
+        """Converts into a pipe (uncompressed, nothing on disk) and counts
+        the bytes; stops the converter once it wrote more than limit.
+        Returns (bytes, exit status or None when stopped, stderr)."""
+        with tempfile.TemporaryFile() as err:
+            p = subprocess.Popen([PERFGRAFT, "xray", trace, "-o", "-"] + list(args),
+                                 stdout=subprocess.PIPE, stderr=err)
+            total = 0
+            try:
+                while True:
+                    chunk = p.stdout.read(1 << 20)
+                    if not chunk:
+                        break
+                    total += len(chunk)
+                    if total > limit:
+                        p.kill()
+                        break
+                rc = p.wait(timeout=TIMEOUT)
+            finally:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+                p.stdout.close()
+            err.seek(0)
+            text = err.read().decode("utf-8", "replace")
+        return total, (None if total > limit else rc), text
+
+    def convert(self, trace, out, *args):
+        p = run([PERFGRAFT, "xray", trace, "-o", out] + list(args))
+        self.assertEqual(p.returncode, 0, describe(p))
+        m = SAMPLES_RE.search(p.err)
+        self.assertTrue(m, describe(p))
+        p.samples = int(m.group(1))
+        p.thinned = THINNED_RE.search(p.err)
+        return p
+
+    def perf_samples(self, data):
+        """xray-time samples as perf script prints them:
+        [(tid, ns, period, callchain)]."""
+        p = subprocess.run(["perf", "--buildid-dir", self.buildid, "script", "--ns", "-i",
+                            data, "-F", "tid,time,period,ip"],
+                           capture_output=True, text=True, errors="replace", timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+        out = []
+        for line in p.stdout.splitlines():
+            m = re.match(r"^\s*(\d+)\s+(\d+)\.(\d+):\s+(\d+)\s*$", line)
+            if m:
+                out.append((int(m.group(1)), int(m.group(2)) * 10**9 + int(m.group(3)),
+                            int(m.group(4)), []))
+            elif line.strip() and out:
+                out[-1][3].append(line.split()[0])
+        return [(tid, t, per, tuple(ch)) for tid, t, per, ch in out]
+
+    def report(self, data, mode="--no-children"):
+        """perf report's xray-time section: (event count, [row lines])."""
+        p = subprocess.run(["perf", "--buildid-dir", self.buildid, "report", "-i", data,
+                            mode, "--sort", "sym", "--stdio", "-g", "none",
+                            "--percent-limit", "0"],
+                           capture_output=True, text=True, errors="replace", timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+        sec = p.stdout.split("of event 'xray-time'")[1].split("# Samples:")[0]
+        count = int(re.search(r"# Event count \(approx\.\): (\d+)", sec).group(1))
+        rows = sorted(l.strip() for l in sec.splitlines() if "%" in l and not l.startswith("#"))
+        return count, rows
+
+    def assert_same_grid(self, grid, thinned, period):
+        """Every thinned sample stands for consecutive points of the full
+        grid with its thread and stack, ending at its own grid point (or
+        the one before: a sample owed at a stack change may be written at
+        the first time the output had not passed, under one period later);
+        together they are exactly the full grid's samples."""
+        left = collections.Counter((tid, t, ch) for tid, t, per, ch in grid)
+        self.assertTrue(all(per == period for _, _, per, _ in grid))
+        for tid, t, per, ch in thinned:
+            self.assertEqual(per % period, 0, "period %d not a multiple of %d" % (per, period))
+            k = per // period
+            for end in (t // period * period, t // period * period - period):
+                pts = [(tid, end - i * period, ch) for i in range(k)]
+                if all(left[x] > 0 for x in pts):
+                    for x in pts:
+                        left[x] -= 1
+                    break
+            else:
+                self.fail("sample tid %d at %d ns with period %d: not %d grid samples of "
+                          "its stack" % (tid, t, per, k))
+        self.assertEqual(+left, collections.Counter(), "grid samples nobody took")
+
+    def test_tiny_trace_with_long_calls_is_small(self):
+        """192 bytes, two 59 s calls: was 11.8 M samples (1 GB uncompressed);
+        now bounded by --thin-after, with the time exact and a message."""
+        self.need_binary()
+        case = gen.long_calls_fdr(1)
+        self.assertEqual(len(case.data), 192)
+        trace = self.write(case)
+        n, rc, err = self.stream(trace, 8 << 20)
+        self.assertIsNotNone(rc, "more than 8 MB into the pipe from a 192-byte trace")
+        self.assertEqual(rc, 0, err)
+        self.assertLess(n, 3 << 20)
+        out = os.path.join(self.tmp, "long1.data")
+        p = self.convert(trace, out)
+        self.assertLess(os.path.getsize(out), 200 << 10)
+        points = 59 * 10**9 // 10000
+        self.assertLessEqual(p.samples, 2 * thin_bound(points, THIN_DEFAULT) + 3)
+        self.assertGreater(p.samples, 2 * THIN_DEFAULT)
+        # the message: the first thinned stack (the record that entered f
+        # in tid 7), how to change it; the summary: both calls, exact time
+        enter_f = [it.offset for it in case.items
+                   if it.kind == "enter" and it.fields["func_id"] == 2][0]
+        self.assertIn("warning: %s: offset %d: tid 7: " % (trace, enter_f), p.err)
+        self.assertIn("--thin-after N", p.err)
+        self.assertTrue(p.thinned, describe(p))
+        self.assertEqual(int(p.thinned.group(1)), 2)
+        self.assertEqual(int(p.thinned.group(2)), THIN_DEFAULT)
+        self.assertEqual(int(p.thinned.group(3)), p.samples)
+        self.assertEqual(int(p.thinned.group(4)), 2 * points)
+        self.need_perf()
+        count, rows = self.report(out)
+        self.assertEqual(count, 2 * 59 * 10**9)       # ns: 118 s, as the full grid
+        self.assertEqual(len(rows), 2, rows)
+        self.assertTrue(all(r.startswith("50.00%") for r in rows), rows)
+        self.assertEqual(len(self.perf_samples(out)), p.samples)
+
+    def test_sixteen_threads_stay_small(self):
+        """16 threads of the same: was 189 M samples (more than 3 GB)."""
+        self.need_binary()
+        case = gen.long_calls_fdr(16)
+        self.assertLess(len(case.data), 4096)
+        trace = self.write(case)
+        n, rc, err = self.stream(trace, 64 << 20)
+        self.assertIsNotNone(rc, "more than 64 MB into the pipe from a %d-byte trace"
+                             % len(case.data))
+        self.assertEqual(rc, 0, err)
+        out = os.path.join(self.tmp, "long16.data")
+        p = self.convert(trace, out)
+        self.assertLess(os.path.getsize(out), 2 << 20)
+        points = 59 * 10**9 // 10000
+        self.assertLessEqual(p.samples, 16 * (2 * thin_bound(points, THIN_DEFAULT) + 3))
+        self.assertEqual(p.err.count("warning: "), 1, p.err)     # the first one only
+        self.assertTrue(p.thinned, describe(p))
+        self.assertEqual(int(p.thinned.group(1)), 32)
+        self.assertEqual(int(p.thinned.group(4)), 16 * 2 * points)
+
+    def test_thin_after_option(self):
+        """--thin-after N: 0 is the full grid; any N gives the same perf
+        report (period sums) and the same grid samples, in fewer samples."""
+        self.need_binary()
+        self.need_perf()
+        trace = self.write(gen.long_calls_fdr(1))
+        runs = {}
+        for n in ("0", None, "10", "1"):
+            out = os.path.join(self.tmp, "opt-%s.data" % n)
+            args = ["-F", "1000", "--no-events"] + (["--thin-after", n] if n else [])
+            p = self.convert(trace, out, *args)
+            runs[n] = (p, out)
+        full, full_out = runs["0"]
+        self.assertEqual(full.samples, 118000)
+        self.assertIsNone(full.thinned, full.err)
+        self.assertNotIn("warning", full.err)
+        want = (self.report(full_out), self.report(full_out, "--children"))
+        grid = self.perf_samples(full_out)
+        self.assertEqual(len(grid), 118000)
+        for n, limit in ((None, THIN_DEFAULT), ("10", 10), ("1", 1)):
+            with self.subTest(thin_after=n):
+                p, out = runs[n]
+                self.assertTrue(p.thinned, p.err)
+                self.assertEqual(int(p.thinned.group(2)), limit)
+                self.assertEqual(int(p.thinned.group(4)), 118000)
+                self.assertLessEqual(p.samples, 2 * thin_bound(59000, limit) + 3)
+                self.assertEqual((self.report(out), self.report(out, "--children")), want)
+                self.assert_same_grid(grid, self.perf_samples(out), 10**6)
+        for bad in ("-1", "x", "", "1e3", "18446744073709551616"):
+            with self.subTest(bad=bad):
+                p = run([PERFGRAFT, "xray", trace, "-o", os.path.join(self.tmp, "bad.data"),
+                         "--thin-after", bad])
+                self.assertEqual(p.returncode, 2, describe(p))
+                self.assertIn("--thin-after takes a number", p.err)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "bad.data")))
+
+    def test_thinning_across_other_threads_and_gaps(self):
+        """A thinned stack while another thread records every second, and
+        --max-gap stretches: the samples stand for exactly the full grid's
+        (what is before a gap is kept, the gap itself is not sampled)."""
+        self.need_binary()
+        self.need_perf()
+        trace = self.write(gen.long_call_beside_ticks())
+        # (a --max-gap under tid 8's 1 s ticks leaves 0.5 ms stretches:
+        # few samples to thin, each gap ending a sample)
+        for hz, gap, shrink in (("1000", [], 4), ("1000", ["--max-gap", "10"], 4),
+                                ("997", ["--max-gap", "10"], 4),
+                                ("10000", ["--max-gap", "0.5"], 1)):
+            period = 10**9 // int(hz)
+            full = os.path.join(self.tmp, "ticks-full.data")
+            self.convert(trace, full, "-F", hz, "--no-events", "--thin-after", "0", *gap)
+            grid = self.perf_samples(full)
+            for n in ("1", "3", "50"):
+                with self.subTest(hz=hz, gap=gap, thin_after=n):
+                    out = os.path.join(self.tmp, "ticks.data")
+                    p = self.convert(trace, out, "-F", hz, "--no-events", "--thin-after", n,
+                                     *gap)
+                    self.assertTrue(p.thinned, p.err)
+                    self.assertLessEqual(p.samples, len(grid) / shrink)
+                    self.assertEqual(int(p.thinned.group(4)), len(grid))
+                    self.assert_same_grid(grid, self.perf_samples(out), period)
 
 
 if __name__ == "__main__":

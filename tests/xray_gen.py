@@ -1121,6 +1121,37 @@ def small_fdr_v5(bo="<"):
     return t.build("small-v5")
 
 
+def long_calls_fdr(threads=1, gap_ns=59 * 10**9, stagger_ns=1):
+    """Tiny FDR v5 trace (192 bytes for one thread) whose calls last long:
+    per thread, main (id 1) calls f (id 2) for gap_ns, then g (id 3) for
+    gap_ns, and returns; the threads (tids 7, 8, ...) start stagger_ns
+    apart.  Sampled on a fixed grid, each thread's two calls alone are
+    2 * gap_ns of samples (11.8 million at 100 kHz for 59 s)."""
+    t = FdrTrace(5, buffer_size=4096, seed=12)
+    for i in range(threads):
+        b = t.buffer(7 + i, 70, wallclock=(1, 0))
+        s = 1000 + i * stagger_ns
+        b.enter(1, s).enter(2, s + 1).exit(2, s + gap_ns)
+        b.enter(3, s + gap_ns + 1).exit(3, s + 2 * gap_ns).exit(1, s + 2 * gap_ns + 1)
+    return t.build("long-calls-%d" % threads)
+
+
+def long_call_beside_ticks():
+    """FDR v5, 1 MHz ticks: tid 7 stays in main > f from 0.001 s to 61 s
+    while tid 8 makes a short call every second up to 19 s, then nothing
+    until one call at 45-46 s: a stack unchanged across many records of
+    another thread, then two silent stretches (26 s and 15 s) that a
+    --max-gap below them leaves unsampled."""
+    t = FdrTrace(5, buffer_size=8192, seed=12, cycle_frequency=1000000)
+    a = t.buffer(7, 70, wallclock=(1, 0))
+    a.enter(1, 1000).enter(2, 1001).exit(2, 61000000).exit(1, 61000005)
+    b = t.buffer(8, 70, wallclock=(1, 0))
+    for i in range(20):
+        b.enter(3, 1017 + i * 1000000).exit(3, 1500 + i * 1000000)
+    b.enter(4, 45000000).exit(4, 46000000)
+    return t.build("long-call-beside-ticks")
+
+
 def small_basic_v3(bo="<"):
     t = BasicTrace(3, bo, seed=4)
     a = t.thread(11, 10)

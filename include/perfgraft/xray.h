@@ -206,6 +206,13 @@ struct pg_xray_opts {
 	 * left unsampled (a corrupt or wrapped timestamp, or a long pause);
 	 * 0: PG_XRAY_DEFAULT_MAX_GAP_NS */
 	uint64_t max_gap_ns;
+	/* samples of an unchanged stack (a run) taken on the full grid; after
+	 * them the spacing doubles every thin_after samples, each sample's
+	 * period being the grid time since the one before, so period sums are
+	 * the full grid's and a run of L grid points costs about
+	 * thin_after * log2(L / thin_after) samples.  0:
+	 * PG_XRAY_DEFAULT_THIN_AFTER; UINT64_MAX: never thinned */
+	uint64_t thin_after;
 	/* file output: zstd level of the data (perf record -z's format); 0: off */
 	int compress_level;
 	/* called now and then with the fraction of the traces read */
@@ -216,6 +223,8 @@ struct pg_xray_opts {
 #define PG_XRAY_DEFAULT_MAX_GAP_NS 60000000000ull
 
 #define PG_XRAY_DEFAULT_FREQUENCY 100000
+
+#define PG_XRAY_DEFAULT_THIN_AFTER 1000
 
 /* The xray:* events of the output: tracepoint IDs (their formats travel in
  * the file's tracing data) and the flags of function_exit/tail_exit. */
@@ -235,6 +244,9 @@ enum {
 struct pg_xray_convert_stats {
 	struct pg_xray_stats trace;	/* summed over the traces */
 	uint64_t samples, events;	/* events: every xray:* event written */
+	uint64_t grid_samples;		/* grid points the samples stand for (their
+					 * period sum / the grid's period) */
+	uint64_t thinned_runs;		/* runs past thin_after samples */
 	uint64_t functions;		/* xray:function events among them */
 	uint64_t threads, processes;
 	uint64_t exits_without_entry;	/* trace began mid-call */
@@ -248,7 +260,8 @@ struct pg_xray_convert_stats {
 };
 
 /* Converts the traces, merged by time, into a perf.data at opts->output:
- * samples with call chains every 1/frequency s of trace time and the
+ * samples with call chains every 1/frequency s of trace time (long runs of
+ * one stack thinned, see thin_after) and the
  * xray:* events, functions named through the binary's map (by ID without
  * one).
  * The output is written atomically (see pg_pdw_open()) and removed on

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* perfgraft xray: LLVM XRay traces into perf.data. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +11,8 @@
 static void do_help(FILE *f)
 {
 	fprintf(f, "usage: perfgraft xray TRACE... [-b BIN] [-o perf.data] [-F HZ] [--no-events]\n"
-		   "                      [--no-samples] [--max-gap SEC] [-z N] [--pipe] [-q] [-v]\n"
+		   "                      [--no-samples] [--max-gap SEC] [--thin-after N] [-z N]\n"
+		   "                      [--pipe] [-q] [-v]\n"
 		   "       perfgraft xray --functions -b BIN\n\n"
 		   "Converts LLVM XRay traces (FDR 1-5, basic mode 1-3) of one binary into a\n"
 		   "perf.data: a time-weighted sample stream with call chains (perf report's\n"
@@ -26,13 +28,19 @@ static void do_help(FILE *f)
 		   "                        never compressed)\n"
 		   "  --max-gap SEC         leave unsampled any stretch longer than SEC in which\n"
 		   "                        no thread records anything (default: 60)\n"
+		   "  --thin-after N        after N samples of an unchanged call stack, space\n"
+		   "                        its samples wider (doubling every N samples), each\n"
+		   "                        carrying the time since the one before as its\n"
+		   "                        period: perf report's times stay exact, the sample\n"
+		   "                        count stays small (default: %d; 0: never)\n"
 		   "  --no-events           samples only, no xray:* events\n"
 		   "  --no-samples          events only\n"
 		   "  --pipe                write pipe-mode perf.data into the file\n"
 		   "  --functions           print the binary's instrumentation map and exit\n"
 		   "  -q, --quiet           no summary\n"
 		   "  -v                    print every warning (default: the first 20)\n"
-		   "  -h, --help            this text\n", PG_XRAY_DEFAULT_FREQUENCY);
+		   "  -h, --help            this text\n", PG_XRAY_DEFAULT_FREQUENCY,
+		   PG_XRAY_DEFAULT_THIN_AFTER);
 }
 
 static int list_functions(const char *bin, struct cli_warnings *w)
@@ -77,7 +85,8 @@ static void progress(void *ctx, double done)
 
 int cmd_xray(int argc, char **argv)
 {
-	enum { OPT_NO_EVENTS = 256, OPT_NO_SAMPLES, OPT_PIPE, OPT_FUNCTIONS, OPT_MAX_GAP };
+	enum { OPT_NO_EVENTS = 256, OPT_NO_SAMPLES, OPT_PIPE, OPT_FUNCTIONS, OPT_MAX_GAP,
+	       OPT_THIN_AFTER };
 	static const struct option opts[] = {
 		{ "binary", required_argument, NULL, 'b' },
 		{ "output", required_argument, NULL, 'o' },
@@ -87,6 +96,7 @@ int cmd_xray(int argc, char **argv)
 		{ "no-samples", no_argument, NULL, OPT_NO_SAMPLES },
 		{ "pipe", no_argument, NULL, OPT_PIPE },
 		{ "max-gap", required_argument, NULL, OPT_MAX_GAP },
+		{ "thin-after", required_argument, NULL, OPT_THIN_AFTER },
 		{ "functions", no_argument, NULL, OPT_FUNCTIONS },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -138,6 +148,18 @@ int cmd_xray(int argc, char **argv)
 				xo.max_gap_ns = 1;
 			break;
 		}
+		case OPT_THIN_AFTER:
+			/* digits only: strtoull would take "-1" as 2^64 - 1 */
+			errno = 0;
+			xo.thin_after = strtoull(optarg, &end, 10);
+			if (*end || !*optarg || *optarg < '0' || *optarg > '9' || errno) {
+				cli_error("--thin-after takes a number of samples (0: never thin), not '%s'",
+					  optarg);
+				return EXIT_USAGE;
+			}
+			if (!xo.thin_after)
+				xo.thin_after = UINT64_MAX;
+			break;
 		case OPT_FUNCTIONS: functions = true; break;
 		case 'q': quiet = true; break;
 		case 'v': w.verbose++; break;
@@ -158,6 +180,13 @@ int cmd_xray(int argc, char **argv)
 	}
 	xo.traces = (const char *const *)argv + optind;
 	xo.ntraces = (size_t)(argc - optind);
+	/* -o naming a trace (or the binary) would replace it with perf.data */
+	for (int i = optind; i < argc; i++)
+		if (cli_refuse_same(xo.output, argv[i]) < 0)
+			return EXIT_USAGE;
+	if (xo.binary && cli_refuse_same(xo.output, xo.binary) < 0)
+		return EXIT_USAGE;
+	cli_pipe_output();
 	cli_diag_init(&diag, &w);
 	xo.progress = progress;
 	xo.progress_ctx = &next_progress;
@@ -181,6 +210,11 @@ int cmd_xray(int argc, char **argv)
 			(unsigned long long)st.events, (unsigned long long)st.functions,
 			st.functions == 1 ? "" : "s", xo.output, st.out_bytes / 1e6,
 			now_seconds() - t0);
+		if (st.thinned_runs)
+			fprintf(stderr, "perfgraft: xray: thinned: %llu run%s of an unchanged call stack outlasted %llu samples (--thin-after); their later samples are spaced wider, so the %llu samples carry the time of %llu grid samples (perf report's times are exact, its sample counts are not)\n",
+				(unsigned long long)st.thinned_runs, st.thinned_runs == 1 ? "" : "s",
+				(unsigned long long)(xo.thin_after ? xo.thin_after : PG_XRAY_DEFAULT_THIN_AFTER),
+				(unsigned long long)st.samples, (unsigned long long)st.grid_samples);
 		if (st.exits_without_entry || st.unfinished || st.inferred_exits || st.unknown_ids ||
 		    st.trace.damaged_buffers || st.trace.truncated_bytes || st.gaps)
 			fprintf(stderr, "perfgraft: xray: recovered: %llu exits without entry (trace began mid-call), %llu entries never exited (closed at the thread's last time), %llu frames closed by an outer exit, %llu records with IDs not in the binary, %llu damaged buffers, %llu bytes cut off, %llu unsampled gaps\n",

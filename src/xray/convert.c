@@ -7,7 +7,12 @@
  *    is sampled on a fixed grid of trace time, each sample carrying the
  *    stack as a user call chain of addresses inside the binary and the
  *    period in ns, so perf report's self and children columns are
- *    exclusive and inclusive time;
+ *    exclusive and inclusive time.  A stack that stays the same for long
+ *    is thinned: after thin_after samples its spacing doubles every
+ *    thin_after samples and each sample's period is the grid time since
+ *    the one before, so the period sums (what perf report shows) are those
+ *    of the full grid while a run of L grid points costs about
+ *    thin_after * log2(L / thin_after) samples, not L;
  *  - the events themselves as tracepoint samples (system "xray"), with
  *    their formats in the file's tracing data so perf script and
  *    libtraceevent print named fields.
@@ -67,7 +72,14 @@ struct thread {
 	uint16_t cpu;
 	struct frame *stack;
 	size_t depth, cap;
-	uint64_t next_sample;	/* UINT64_MAX while the stack is empty */
+	/* The run (the stack unchanged since the record at run_off): grid
+	 * points from `cover` on are not in a sample yet; the next sample is
+	 * due at next_sample (UINT64_MAX while the stack is empty) and takes
+	 * every point from cover to it; run_n samples were written. */
+	uint64_t next_sample;
+	uint64_t cover;
+	uint64_t run_n;
+	uint64_t run_off;
 	size_t hpos;		/* position in the sample heap */
 };
 
@@ -90,6 +102,7 @@ struct conv {
 	uint64_t base;		/* load address added to link-time addresses */
 	uint64_t period;	/* ns */
 	uint64_t max_gap;	/* ns */
+	uint64_t thin_after;	/* samples of a run on the full grid; UINT64_MAX: all */
 	uint64_t last_in;	/* time of the previous record, ns */
 	bool have_last_in;
 	bool events, samples;
@@ -115,7 +128,7 @@ struct conv {
 	uint64_t since_round;
 	uint64_t *chain;
 	struct seen seen;
-	bool warned_depth, warned_freq;
+	bool warned_depth, warned_freq, warned_thin;
 	int err;
 };
 
@@ -412,7 +425,8 @@ static int ev_payload(struct conv *cv, const struct thread *th, const struct pg_
 	return tp_end(cv);
 }
 
-static int emit_sample(struct conv *cv, struct thread *th, uint64_t time)
+/* A sample standing for `points` grid points of th's current stack. */
+static int emit_sample(struct conv *cv, struct thread *th, uint64_t time, uint64_t points)
 {
 	size_t n = th->depth < MAX_CHAIN - 1 ? th->depth : MAX_CHAIN - 1;
 
@@ -429,7 +443,7 @@ static int emit_sample(struct conv *cv, struct thread *th, uint64_t time)
 	r64(cv, time);
 	r32(cv, th->cpu);
 	r32(cv, 0);
-	r64(cv, cv->period);
+	r64(cv, points <= UINT64_MAX / cv->period ? points * cv->period : UINT64_MAX);
 	r64(cv, n + 1);
 	r64(cv, PERF_CONTEXT_USER);
 	for (size_t i = 0; i < n; i++) {
@@ -440,6 +454,7 @@ static int emit_sample(struct conv *cv, struct thread *th, uint64_t time)
 		r64(cv, i ? a + 1 : a);
 	}
 	cv->st->samples++;
+	cv->st->grid_samples += points;
 	return rec_end(cv);
 }
 
@@ -482,6 +497,48 @@ static void h_fix(struct conv *cv, size_t i)
 	}
 }
 
+/* Where th's next sample falls: on the full grid for the first
+ * thin_after samples of the run, then 2, 4, 8... points apart, doubling
+ * every thin_after samples.  The grid ends where time does (a corrupt
+ * timestamp near 2^64): UINT64_MAX. */
+static uint64_t next_point(const struct conv *cv, const struct thread *th)
+{
+	uint64_t shift = th->run_n < cv->thin_after ? 0 : th->run_n / cv->thin_after;
+	uint64_t skip;
+
+	if (th->cover == UINT64_MAX || shift >= 63)
+		return UINT64_MAX;
+	skip = (1ull << shift) - 1;
+	if (skip > (UINT64_MAX - 1 - th->cover) / cv->period)
+		return UINT64_MAX;
+	return th->cover + skip * cv->period;
+}
+
+static void run_thinned(struct conv *cv, const struct thread *th)
+{
+	cv->st->thinned_runs++;
+	if (cv->warned_thin)
+		return;
+	cv->warned_thin = true;
+	pg_warn(cv->diag, "%s: offset %llu: tid %u: the call stack as this record set it lasted over %llu samples (%.6f s): its later samples are spaced wider, each carrying the time since the one before as its period, so perf report's times stay exact (--thin-after N sets when thinning starts, 0 turns it off)",
+		cv->in[th->trace].path, (unsigned long long)th->run_off, th->tid,
+		(unsigned long long)cv->thin_after, (double)cv->thin_after * cv->period / 1e9);
+}
+
+/* Writes th's sample at grid point t, taking the points from th->cover on. */
+static int take_sample(struct conv *cv, struct thread *th, uint64_t t)
+{
+	int ret = emit_sample(cv, th, out_time(cv, t), (t - th->cover) / cv->period + 1);
+
+	if (ret < 0)
+		return ret;
+	th->cover = t < UINT64_MAX - cv->period ? t + cv->period : UINT64_MAX;
+	if (++th->run_n == cv->thin_after)
+		run_thinned(cv, th);
+	th->next_sample = next_point(cv, th);
+	return 0;
+}
+
 /* Samples of every thread due before time `now` (ns). */
 static int samples_until(struct conv *cv, uint64_t now)
 {
@@ -493,13 +550,25 @@ static int samples_until(struct conv *cv, uint64_t now)
 
 		if (t >= now || t == UINT64_MAX)
 			return 0;
-		if ((ret = emit_sample(cv, th, out_time(cv, t))) < 0)
+		if ((ret = take_sample(cv, th, t)) < 0)
 			return ret;
-		/* the grid ends where time does (a corrupt timestamp near 2^64) */
-		th->next_sample = t < UINT64_MAX - cv->period ? t + cv->period : UINT64_MAX;
 		h_fix(cv, 0);
 	}
 	return 0;
+}
+
+/* The grid points of th's run before `until` that no sample took yet (a
+ * thinned run ends, or a gap begins, between two of its samples): one more
+ * sample at the last of them takes them all.  Nothing on the full grid. */
+static int flush_run(struct conv *cv, struct thread *th, uint64_t until)
+{
+	uint64_t n;
+
+	/* cover is UINT64_MAX past the end of time (a corrupt timestamp) */
+	if (!cv->samples || !th->depth || th->cover >= until)
+		return 0;
+	n = (until - 1 - th->cover) / cv->period;	/* points after the first */
+	return take_sample(cv, th, th->cover + n * cv->period);
 }
 
 /* The first grid point at or after now; UINT64_MAX past the last one. */
@@ -512,25 +581,34 @@ static uint64_t grid_at(const struct conv *cv, uint64_t now)
 	return g < UINT64_MAX - cv->period ? g + cv->period : UINT64_MAX;
 }
 
-static void set_next_sample(struct conv *cv, struct thread *th, uint64_t now)
+/* th's stack was changed by the record at `off` (time now): a new run,
+ * sampled from the first grid point at or after now. */
+static void new_run(struct conv *cv, struct thread *th, uint64_t now, uint64_t off)
 {
+	uint64_t was = th->next_sample;
+
 	if (!cv->samples)
 		return;
+	th->run_n = 0;
+	th->run_off = off;
 	if (!th->depth)
-		th->next_sample = UINT64_MAX;
-	else if (th->next_sample == UINT64_MAX)	/* first grid point from now */
-		th->next_sample = grid_at(cv, now);
-	else
-		return;
-	h_fix(cv, th->hpos);
+		th->cover = UINT64_MAX;
+	else if (th->cover == UINT64_MAX || th->cover < now || th->cover - now >= cv->period)
+		th->cover = grid_at(cv, now);
+	/* else the old run's samples up to now left cover there already:
+	 * no division for every call of a busy thread */
+	th->next_sample = th->cover;
+	if (th->next_sample != was)
+		h_fix(cv, th->hpos);
 }
 
 /* Nothing happened for longer than max_gap: a corrupt timestamp or a long
  * pause.  Open stacks are not sampled across it; sampling resumes on the
  * grid after it. */
-static void skip_gap(struct conv *cv, uint32_t ti, const struct pg_xr_record *r, uint64_t now)
+static int skip_gap(struct conv *cv, uint32_t ti, const struct pg_xr_record *r, uint64_t now)
 {
 	uint64_t resume = grid_at(cv, now);
+	int ret;
 
 	cv->st->gaps++;
 	pg_warn(cv->diag, "%s: offset %llu: no thread recorded anything for %.3f s before this record (tid %u); the stretch is not sampled (--max-gap)",
@@ -538,12 +616,20 @@ static void skip_gap(struct conv *cv, uint32_t ti, const struct pg_xr_record *r,
 	for (size_t i = 0; i < cv->nheap; i++) {
 		struct thread *th = &cv->threads[cv->heap[i]];
 
-		if (th->next_sample != UINT64_MAX && th->next_sample < resume)
-			th->next_sample = resume;
+		if (!cv->samples || !th->depth || th->cover == UINT64_MAX)
+			continue;
+		/* points before the gap that a thinned run owes a sample */
+		if ((ret = flush_run(cv, th, cv->last_in)) < 0)
+			return ret;
+		if (th->cover < resume) {
+			th->cover = resume;
+			th->next_sample = next_point(cv, th);
+		}
 	}
 	for (size_t i = cv->nheap / 2 + 1; i-- > 0;)	/* keys moved: rebuild */
 		if (i < cv->nheap)
 			h_fix(cv, i);
+	return 0;
 }
 
 /* -------------------------------------------------------------- threads */
@@ -648,6 +734,7 @@ static int get_thread(struct conv *cv, uint32_t trace, const struct pg_xr_record
 	th->tid = r->tid;
 	th->cpu = r->cpu;
 	th->next_sample = UINT64_MAX;
+	th->cover = UINT64_MAX;
 	cv->slots[h] = (uint32_t)++cv->nthreads;
 	th->hpos = cv->nheap;
 	cv->heap[cv->nheap++] = (uint32_t)(cv->nthreads - 1);
@@ -697,21 +784,49 @@ static int close_frames(struct conv *cv, struct thread *th, size_t keep, uint64_
 	return 0;
 }
 
+/* Does r change th's stack (and so end its sampling run)? */
+static bool changes_stack(const struct thread *th, const struct pg_xr_record *r)
+{
+	switch (r->kind) {
+	case PG_XR_ENTER:
+	case PG_XR_ENTER_ARG:
+		return true;
+	case PG_XR_EXIT:
+	case PG_XR_TAIL_EXIT:
+		for (size_t k = th->depth; k > 0; k--)
+			if (th->stack[k - 1].id == r->func_id)
+				return true;
+		return false;	/* an exit without entry changes nothing */
+	case PG_XR_THREAD_END:
+		return th->depth > 0;
+	default:
+		return false;
+	}
+}
+
 static int handle(struct conv *cv, uint32_t ti, const struct pg_xr_record *r, uint64_t ns)
 {
 	uint64_t freq = cv->in[ti].freq, time;
 	struct thread *th = NULL;
+	bool changes;
 	int ret;
 
-	if (cv->have_last_in && ns > cv->last_in && ns - cv->last_in > cv->max_gap)
-		skip_gap(cv, ti, r, ns);
+	if (cv->have_last_in && ns > cv->last_in && ns - cv->last_in > cv->max_gap &&
+	    (ret = skip_gap(cv, ti, r, ns)) < 0)
+		return ret;
 	cv->last_in = ns;
 	cv->have_last_in = true;
 	if ((ret = samples_until(cv, ns)) < 0)
 		return ret;
-	time = out_time(cv, ns);
+	time = ns < cv->last_out ? cv->last_out : ns;
 	if ((ret = get_thread(cv, ti, r, &th, time)) < 0)
 		return ret;
+	/* the old stack's last sample, if thinning left points owed, before
+	 * this record's events */
+	changes = changes_stack(th, r);
+	if (changes && (ret = flush_run(cv, th, ns)) < 0)
+		return ret;
+	time = out_time(cv, ns);
 	if (r->kind != PG_XR_THREAD_END)
 		th->cpu = r->cpu;
 	if (cv->map && r->kind <= PG_XR_ENTER_ARG && !pg_xray_map_func(cv->map, r->func_id))
@@ -770,7 +885,8 @@ static int handle(struct conv *cv, uint32_t ti, const struct pg_xr_record *r, ui
 	default:
 		break;
 	}
-	set_next_sample(cv, th, ns);
+	if (changes)
+		new_run(cv, th, ns, r->offset);
 	return 0;
 }
 
@@ -991,6 +1107,7 @@ int pg_xray_convert(const struct pg_xray_opts *o, struct pg_diag *diag,
 		return pg_err(diag, -EINVAL, "nothing to write: both samples and events are off");
 	cv.period = 1000000000ull / freq;
 	cv.max_gap = o->max_gap_ns ? o->max_gap_ns : PG_XRAY_DEFAULT_MAX_GAP_NS;
+	cv.thin_after = o->thin_after ? o->thin_after : PG_XRAY_DEFAULT_THIN_AFTER;
 	cv.events = !o->no_events;
 	cv.samples = !o->no_samples;
 	cv.in = calloc(o->ntraces, sizeof(*cv.in));
