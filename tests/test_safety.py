@@ -82,6 +82,14 @@ class Tmp(unittest.TestCase):
         self.addCleanup(self.tmpd.cleanup)
         self.t = self.tmpd.name
 
+    def assertUnchanged(self, before, top, *extra):
+        """top's files are before's, byte for byte and inode for inode,
+        less the files the test itself added (extra)."""
+        after = tree(top)
+        for k in extra:
+            after.pop(k, None)
+        self.assertEqual(before, after)
+
     def inject(self, *args, cwd=None, **kw):
         return run([PERFGRAFT, "inject", "-q", "--jitdump-dir", FIX] + list(args),
                    cwd=cwd or self.t, **kw)
@@ -104,9 +112,7 @@ class FailedRerun(Tmp):
         r = self.inject("-i", "bad.data", "-o", "out.data")
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertRegex(r.stderr, r"bad\.data: offset \d+: record size 4")
-        after = tree(self.t)
-        del after["bad.data"]
-        self.assertEqual(before, after)
+        self.assertUnchanged(before, self.t, "bad.data")
 
     def test_same_input_rerun_reuses_images(self):
         """A re-run on the same input neither rewrites nor replaces an
@@ -153,10 +159,7 @@ class DiskFull(Tmp):
         errs = errors(r.stderr)
         self.assertEqual(len(errs), 1, r.stderr)
         self.assertRegex(errs[0], r"out\.data\.d/jitted-19989-\d+-[0-9a-f]{12}\.so: .*No space left on device")
-        after = tree(self.fs)
-        del after["filler"]
-        del before["perf.data"], after["perf.data"]
-        self.assertEqual(before, after)
+        self.assertUnchanged(before, self.fs, "filler")
 
     def test_output_write_error_keeps_output(self):
         """ENOSPC on the perf.data itself: exit 1, the file named, nothing
@@ -171,9 +174,7 @@ class DiskFull(Tmp):
                         cwd=self.fs)
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertRegex(r.stderr, r"out2\.data: .*No space left on device")
-        after = tree(self.fs)
-        del after["filler"]
-        self.assertEqual(before, after)
+        self.assertUnchanged(before, self.fs, "filler")
         self.assertFalse(os.path.exists(os.path.join(self.fs, "out2.data.d")))
 
     def test_elf_failed_rerun_keeps_images(self):
@@ -194,9 +195,7 @@ class DiskFull(Tmp):
         r = run([PERFGRAFT, "elf", "-q", "--prefix", "jitted-19989", other, "-o", d])
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertRegex(r.stderr, r"imgs/jitted-19989-(pack)?\d+\.so: .*No space left on device")
-        after = tree(self.fs)
-        del after["filler"]
-        self.assertEqual(before, after)
+        self.assertUnchanged(before, self.fs, "filler")
 
 
 class Signals(Tmp):
@@ -236,15 +235,12 @@ class Signals(Tmp):
         p.wait(timeout=30)
         w.close()
         self.assertEqual(p.returncode, -sig, p.stderr.read())
-        after = tree(self.t)
-        for k in ("in.fifo", "demo.pipe"):
-            after.pop(k, None)
         self.assertEqual(temps(self.t), [])
         self.assertFalse(os.path.exists(os.path.join(self.t, "out.data")))
         self.assertFalse(os.path.exists(os.path.join(self.t, "out.data.d")),
                          os.listdir(os.path.join(self.t, "out.data.d"))
                          if os.path.exists(os.path.join(self.t, "out.data.d")) else "")
-        self.assertEqual(earlier, after)
+        self.assertUnchanged(earlier, self.t, "demo.pipe")
 
     def test_sigint_removes_temporaries(self):
         self.check_signal(signal.SIGINT)
