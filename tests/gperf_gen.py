@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 """Writer of synthetic gperftools CPU profiles (CPUPROFILE files) for tests.
 
-Stdlib only.  Format as in /work/shared/notes/gperftools-profile.md:
+Stdlib only.  Format as gperftools' docs/cpuprofile-fileformat.html and
+pprof (perl, 2.10) read it:
 
   slots: unsigned words of 4 or 8 bytes in the writer's byte order
   header:  0, N (slots that follow, >= 3), version (0), period (us), pad...

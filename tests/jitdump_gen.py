@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 """Writer of jitdump files (the JIT profiling format of Linux perf) for tests.
 
-Stdlib only.  Format (all fields in the writer's byte order, see
-/work/shared/notes/jitdump-and-perf-inject.md section 1):
+Stdlib only.  Format (all fields in the writer's byte order, see perf's
+tools/perf/Documentation/jitdump-specification.txt and util/jitdump.c):
 
   header (40 bytes): u32 magic 0x4A695444, u32 version, u32 total_size,
                      u32 elf_mach, u32 pad1, u32 pid, u64 timestamp, u64 flags

@@ -49,7 +49,7 @@ NODE_FLAGS = ["--perf-prof", "--perf-prof-unwinding-info",
               "--interpreted-frames-native-stack"]
 TIMEOUT = 300
 
-# Names V8 gives the code it reports in a jitdump (jitdump notes 1.7).
+# Names V8 gives the code it reports in a jitdump (V8 prefixes: JS:, Builtin:, RegExp:, ...).
 JIT_PREFIXES = ("JS:", "Builtin:", "BytecodeHandler:", "RegExp:", "Stub:",
                 "Handler:", "Function:", "LazyCompile:", "Script:", "Eval:")
 

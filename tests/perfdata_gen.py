@@ -4,7 +4,8 @@
 PERF_RECORD_COMPRESSED frames are made and read with the `zstd` command
 line tool.
 
-Format: /work/shared/notes/perf-data-format.md.  In short:
+Format: perf's tools/perf/Documentation/perf.data-file-format.txt and
+util/header.c, util/session.c.  In short:
 
   file mode   header (104 bytes: magic, size, attr_size, attrs, data,
               event_types, 256-bit feature bitmap) | ids arrays | attrs

@@ -6,7 +6,8 @@ references for the gperftools tests.  Standard library only.
 Every helper runs a tool and parses what it prints; only profile_maps()
 reads a profile itself (the maps text at its end, to know where [vdso] and
 the mapped files were).  Failures raise RefError (command, exit status,
-stderr).  Background: /work/shared/notes/gperftools-profile.md, sections 2-3.
+stderr).  Background: gperftools' docs/cpuprofile-fileformat.html and perl
+pprof's ReadCPUProfile / FixCallerAddresses.
 
     google_pprof()       path of perl pprof: $GOOGLE_PPROF, else google-pprof
                          (Debian's name), else pprof if it is the perl script;

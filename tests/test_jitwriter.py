@@ -450,7 +450,7 @@ class RecordedRun(unittest.TestCase):
 
         def after_last_row(s):
             """perf inject's line table ends AT the last DEBUG_INFO entry
-            (notes 2.6), so its images give no line past it; perfgraft's
+            (perf's genelf_debug.c), so its images give no line past it; perfgraft's
             last row runs to the function's end.  Both are then counted as
             'past the last row' when ours names that row's line."""
             f = self.jit.funcs[s["sym"]]

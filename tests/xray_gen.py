@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 """Writer of synthetic LLVM XRay traces for tests.
 
-Stdlib only.  Formats as in /work/shared/notes/xray-formats.md:
+Stdlib only.  Formats as LLVM 14 writes and reads them (compiler-rt/lib/xray,
+llvm/lib/XRay, llvm/docs/XRayFDRFormat.rst):
 
   header (32 bytes): u16 version, u16 type (0 basic, 1 FDR), u32 flags,
       u64 cycle_frequency, FDR: u64 buffer_size + 8 unused bytes
@@ -1522,7 +1523,7 @@ def llvm_check(case, path, tool=None):
     """Compares case's expected records with llvm-xray's YAML (per thread,
     in TSC order) and, for FDR, with fdr-dump.  Returns a list of mismatch
     descriptions (empty: agreement).  Fields llvm-xray is known to get
-    wrong (notes section 6 and the source) are not compared:
+    wrong (llvm/lib/XRay/FDRTraceExpander.cpp and BlockPrinter.cpp) are not compared:
       - event records: func-id (stale from the previous function record)
         and `type` (stale typed-event type);
       - FDR v1: process (the reader sets it only from v2/PID records: 0);

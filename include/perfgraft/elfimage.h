@@ -2,7 +2,7 @@
 /* ELF image builder: turns jitdump LOADs into ELF images that perf,
  * addr2line, gdb and the unwinders read.
  *
- * Layout (see DESIGN.md, "Image layout"):
+ * Layout (docs/ARCHITECTURE.md, "Image layout"):
  *  - functions without real CFI (no UNWINDING_INFO, or mapped_size 0) are
  *    packed, 16-byte aligned, into shared images <prefix>-packN.so; each
  *    packed image carries an empty .eh_frame_hdr so that perf's libunwind

@@ -473,6 +473,8 @@ int pg_perfdata_open(const char *path, struct pg_diag *diag, pg_perfdata **out)
 	fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &sb) < 0) {
 		ret = pg_err(diag, -errno, "%s: %s", path, strerror(errno));
+		if (fd >= 0 && !is_stdin)
+			close(fd);	/* not yet the reader's to close */
 		pg_perfdata_close(pd);
 		return ret;
 	}
