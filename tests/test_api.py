@@ -498,15 +498,21 @@ class Installed(unittest.TestCase):
     def test_exports_are_the_public_api(self):
         """The installed libperfgraft.so exports exactly the functions the
         headers declare: the modules' shared helpers (pg_err, pg_buf_*,
-        ...) stay inside (src/libperfgraft.map)."""
+        ...) stay inside (src/libperfgraft.map), and every one is
+        versioned PERFGRAFT_1.0."""
         libs = [os.path.join(d, f) for d, _, fs in os.walk(self.dest)
                 for f in fs if re.fullmatch(r"libperfgraft\.so\.\d+\.\d+\.\d+", f)]
         self.assertEqual(len(libs), 1, libs)
         rc, out, err = run(["nm", "-D", "--defined-only", libs[0]])
         self.assertEqual(rc, 0, err)
-        exported = {ln.split()[-1] for ln in out.splitlines()
-                    if len(ln.split()) == 3 and ln.split()[1] in "TWDBRVi"}
-        exported = {e for e in exported if not e.startswith("_")}
+        versioned = {ln.split()[-1] for ln in out.splitlines()
+                     if len(ln.split()) == 3 and ln.split()[1] in "TWDBRVi"}
+        versioned = {e for e in versioned if not e.startswith("_")}
+        # every public function carries the version node, as the default
+        # version (@@): programs linked now bind to PERFGRAFT_1.0
+        self.assertEqual(sorted(e for e in versioned if not e.endswith("@@PERFGRAFT_1.0")), [],
+                         "exported without the PERFGRAFT_1.0 version node")
+        exported = {e.split("@")[0] for e in versioned}
         declared = set()
         for h in os.listdir(HEADERS):
             if h.endswith(".h"):
