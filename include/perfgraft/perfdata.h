@@ -62,10 +62,25 @@ enum {
 #define PG_SAMPLE_TID (1u << 1)
 #define PG_SAMPLE_TIME (1u << 2)
 #define PG_SAMPLE_ADDR (1u << 3)
+#define PG_SAMPLE_CALLCHAIN (1u << 5)
 #define PG_SAMPLE_ID (1u << 6)
 #define PG_SAMPLE_CPU (1u << 7)
+#define PG_SAMPLE_PERIOD (1u << 8)
 #define PG_SAMPLE_STREAM_ID (1u << 9)
+#define PG_SAMPLE_RAW (1u << 10)
 #define PG_SAMPLE_IDENTIFIER (1u << 16)
+
+/* perf_event_attr flag bits (the u64 after read_format) */
+#define PG_ATTR_EXCLUDE_KERNEL (1ull << 5)
+#define PG_ATTR_EXCLUDE_HV (1ull << 6)
+#define PG_ATTR_MMAP (1ull << 8)
+#define PG_ATTR_COMM (1ull << 9)
+#define PG_ATTR_SAMPLE_ID_ALL (1ull << 18)
+#define PG_ATTR_MMAP2 (1ull << 23)
+
+/* perf_event_header.misc: where a sample or map comes from */
+#define PG_PERF_RECORD_MISC_KERNEL 1u
+#define PG_PERF_RECORD_MISC_USER 2u
 
 /* An attr of the input, owned by the reader. */
 struct pg_pd_attr {

@@ -28,12 +28,11 @@
 #include "util/util.h"
 
 #define PERF_CONTEXT_USER ((uint64_t)-512)
-#define MISC_USER 2
 #define ROUND_EVENTS 65536
 #define T0 1000000000ull		/* mappings at 1 s; samples after */
 #define USER_MAX 0x7fffffffffffffffull	/* perl pprof skips frames above */
 #define SAMPLE_TYPE (PG_SAMPLE_IP | PG_SAMPLE_TID | PG_SAMPLE_TIME | \
-		     (1u << 8) /* PERIOD */ | (1u << 5) /* CALLCHAIN */)
+		     PG_SAMPLE_PERIOD | PG_SAMPLE_CALLCHAIN)
 
 struct conv {
 	const struct pg_gperf_opts *o;
@@ -120,9 +119,8 @@ static uint32_t pid_from_name(const char *file)
 static int write_header(struct conv *cv)
 {
 	struct pg_buf b = { 0 };
-	uint64_t flags = 1ull << 5 | 1ull << 6 |	/* exclude_kernel, exclude_hv */
-			 1ull << 8 | 1ull << 9 |	/* mmap, comm */
-			 1ull << 18 | 1ull << 23;	/* sample_id_all, mmap2 */
+	uint64_t flags = PG_ATTR_EXCLUDE_KERNEL | PG_ATTR_EXCLUDE_HV | PG_ATTR_MMAP |
+			 PG_ATTR_COMM | PG_ATTR_SAMPLE_ID_ALL | PG_ATTR_MMAP2;
 	uint64_t id = 1;
 	int ret;
 
@@ -191,7 +189,7 @@ static int write_mmaps(struct conv *cv)
 			ret = pg_err(cv->diag, -ENOMEM, "out of memory");
 		/* one build-id per file that is there and is an ELF */
 		if (!ret && added && path[0] == '/' && (idn = pg_file_build_id(path, id))) {
-			ret = pg_pdw_build_id(cv->w, (int32_t)cv->st->pid, MISC_USER, id, idn, path);
+			ret = pg_pdw_build_id(cv->w, (int32_t)cv->st->pid, PG_PERF_RECORD_MISC_USER, id, idn, path);
 			cv->st->build_ids++;
 		}
 		if (!added)	/* the map keeps the first copy of each path */
@@ -216,7 +214,7 @@ static int write_samples(struct conv *cv)
 
 		b->len = 0;
 		pg_buf_u32(b, PG_PERF_RECORD_SAMPLE);
-		pg_buf_u16(b, MISC_USER);
+		pg_buf_u16(b, PG_PERF_RECORD_MISC_USER);
 		pg_buf_u16(b, 0);			/* size, below */
 		pg_buf_u64(b, 0);			/* ip, below */
 		pg_buf_u32(b, cv->st->pid);

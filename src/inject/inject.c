@@ -25,7 +25,6 @@
 #define CLOCK_MONOTONIC_ID 1
 #define PROT_RX 5
 #define MAP_PRIVATE_FLAG 2
-#define MISC_USER 2
 #define HOST_PID (-1)
 
 struct event {			/* an MMAP2 to inject */
@@ -226,7 +225,7 @@ static int add_image(struct inj *j, const struct pg_elf_image *ei)
 	j->nimgs++;
 	j->st->images++;
 	j->st->image_bytes += ei->size;
-	return pg_pdw_build_id(j->w, HOST_PID, MISC_USER, ei->build_id, 20, abs);
+	return pg_pdw_build_id(j->w, HOST_PID, PG_PERF_RECORD_MISC_USER, ei->build_id, 20, abs);
 }
 
 static uint64_t mix64(uint64_t x)

@@ -32,7 +32,6 @@
 #include "xray/events.h"
 
 #define PERF_CONTEXT_USER ((uint64_t)-512)
-#define MISC_USER 2
 #define MAX_CHAIN 1024
 #define ROUND_EVENTS 65536
 #define MAX_PAYLOAD 65000	/* a perf record is at most 64 KiB */
@@ -252,7 +251,7 @@ static const char *func_name(struct conv *cv, uint32_t id, char *buf, size_t n)
 static void tp_start(struct conv *cv, int attr, const struct thread *th, uint64_t ip,
 		     uint64_t time)
 {
-	rec_start(cv, PG_PERF_RECORD_SAMPLE, MISC_USER);
+	rec_start(cv, PG_PERF_RECORD_SAMPLE, PG_PERF_RECORD_MISC_USER);
 	r64(cv, (uint64_t)attr + 1);	/* IDENTIFIER */
 	r64(cv, ip);
 	r32(cv, th->pid);
@@ -435,7 +434,7 @@ static int emit_sample(struct conv *cv, struct thread *th, uint64_t time, uint64
 			MAX_CHAIN - 1, MAX_CHAIN - 1);
 		cv->warned_depth = true;
 	}
-	rec_start(cv, PG_PERF_RECORD_SAMPLE, MISC_USER);
+	rec_start(cv, PG_PERF_RECORD_SAMPLE, PG_PERF_RECORD_MISC_USER);
 	r64(cv, ATTR_TIME + 1);
 	r64(cv, func_addr(cv, th->stack[th->depth - 1].id));
 	r32(cv, th->pid);
@@ -896,10 +895,10 @@ static void attr_raw(uint8_t raw[128], uint32_t type, uint64_t config, uint64_t 
 		     uint64_t sample_type)
 {
 	struct pg_buf b = { 0 };
-	uint64_t flags = 1ull << 5 | 1ull << 6 | 1ull << 18;	/* exclude_kernel/hv, sample_id_all */
+	uint64_t flags = PG_ATTR_EXCLUDE_KERNEL | PG_ATTR_EXCLUDE_HV | PG_ATTR_SAMPLE_ID_ALL;
 
-	if (type != 2)
-		flags |= 1ull << 8 | 1ull << 9 | 1ull << 23;	/* mmap, comm, mmap2 */
+	if (type != 2)	/* not a tracepoint: the side-band records */
+		flags |= PG_ATTR_MMAP | PG_ATTR_COMM | PG_ATTR_MMAP2;
 	pg_buf_u32(&b, type);
 	pg_buf_u32(&b, 128);
 	pg_buf_u64(&b, config);
@@ -941,11 +940,11 @@ static const char *arch_name(uint16_t m)
 static int write_header(struct conv *cv)
 {
 	static const uint64_t st_time = PG_SAMPLE_IDENTIFIER | PG_SAMPLE_IP | PG_SAMPLE_TID |
-					PG_SAMPLE_TIME | PG_SAMPLE_CPU | (1u << 8) /* PERIOD */ |
-					(1u << 5) /* CALLCHAIN */;
+					PG_SAMPLE_TIME | PG_SAMPLE_CPU | PG_SAMPLE_PERIOD |
+					PG_SAMPLE_CALLCHAIN;
 	/* no PERIOD: a tracepoint's period is the attr's sample_period, 1 */
 	static const uint64_t st_tp = PG_SAMPLE_IDENTIFIER | PG_SAMPLE_IP | PG_SAMPLE_TID |
-				      PG_SAMPLE_TIME | PG_SAMPLE_CPU | (1u << 10) /* RAW */;
+				      PG_SAMPLE_TIME | PG_SAMPLE_CPU | PG_SAMPLE_RAW;
 	uint8_t raws[NATTRS][128];
 	struct pg_buf b = { 0 };
 	int n = cv->events ? NATTRS : 1, ret = 0;
@@ -992,7 +991,7 @@ static int write_header(struct conv *cv)
 	if (ret == -ENOMEM)
 		return pg_err(cv->diag, ret, "out of memory");
 	if (!ret && cv->bin && cv->bin->build_id_size)
-		ret = pg_pdw_build_id(cv->w, -1, MISC_USER, cv->bin->build_id,
+		ret = pg_pdw_build_id(cv->w, -1, PG_PERF_RECORD_MISC_USER, cv->bin->build_id,
 				      cv->bin->build_id_size, cv->bin->path);
 	return ret;
 }
