@@ -141,6 +141,11 @@ void pg_jitdump_close(pg_jitdump *jd);
 
 /* The decoded file header, owned by the handle (valid until close). */
 const struct pg_jd_header *pg_jitdump_header(const pg_jitdump *jd);
+/* Whether the first 4 bytes are the jitdump magic, in either byte order. */
+bool pg_jitdump_probe(const void *buf, size_t len);
+/* The name of a record id ("LOAD", "MOVE", "DEBUG_INFO", "CLOSE",
+ * "UNWINDING_INFO"), "UNKNOWN" for others: a static string. */
+const char *pg_jitdump_record_name(uint32_t id);
 /* The path (or name) given at open, a copy owned by the handle. */
 const char *pg_jitdump_path(const pg_jitdump *jd);
 /* Bytes of the file (or buffer) as mapped at open. */

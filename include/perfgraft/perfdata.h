@@ -145,6 +145,15 @@ typedef struct pg_perfdata pg_perfdata;
  * a header or attr section outside the file, no attrs, file mode from a
  * stream; -ENOMEM. */
 int pg_perfdata_open(const char *path, struct pg_diag *diag, pg_perfdata **out);
+/* Whether the first bytes of a file say perf.data ("PERF" or "2ELI": the
+ * magic in either byte order; pg_perfdata_open() checks the rest).  Needs
+ * 4 bytes; fewer is false. */
+bool pg_perfdata_probe(const void *buf, size_t len);
+/* perf's name of a record type ("MMAP2", "FINISHED_ROUND", ...) and of a
+ * header feature bit ("BUILD_ID", ...): static strings, "UNKNOWN" for
+ * types and bits this perfgraft does not know. */
+const char *pg_perfdata_record_name(uint32_t type);
+const char *pg_perfdata_feature_name(unsigned bit);
 /* The same over a caller-owned buffer (either mode) that must outlive the
  * handle; name is copied and used in messages. */
 int pg_perfdata_open_mem(const void *buf, size_t len, const char *name,

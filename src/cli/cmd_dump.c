@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <byteswap.h>
 
 #include <perfgraft/jitdump.h>
+#include <perfgraft/perfdata.h>
 #include <perfgraft/gperf.h>
 #include <perfgraft/xray.h>
 #include "cli/cli.h"
@@ -31,16 +31,9 @@ static void do_help(FILE *f)
 		   "  -h, --help    this text\n");
 }
 
-static const char *type_name(uint32_t id)
-{
-	static const char *const names[] = { "LOAD", "MOVE", "DEBUG_INFO", "CLOSE", "UNWINDING_INFO" };
-
-	return id < 5 ? names[id] : "UNKNOWN";
-}
-
 static void text_record(const struct pg_jd_record *r, const struct pg_jd_header *h)
 {
-	printf("%10llu  %-14s time %llu", (unsigned long long)r->offset, type_name(r->id),
+	printf("%10llu  %-14s time %llu", (unsigned long long)r->offset, pg_jitdump_record_name(r->id),
 	       (unsigned long long)r->timestamp);
 	switch (r->id) {
 	case PG_JD_LOAD: {
@@ -103,7 +96,7 @@ static void text_record(const struct pg_jd_record *r, const struct pg_jd_header 
 static void json_record(const struct pg_jd_record *r, bool first)
 {
 	printf("%s\n  {\"offset\":%llu,\"type\":\"%s\",\"id\":%u,\"size\":%u,\"timestamp\":%llu",
-	       first ? "" : ",", (unsigned long long)r->offset, type_name(r->id), r->id, r->size,
+	       first ? "" : ",", (unsigned long long)r->offset, pg_jitdump_record_name(r->id), r->id, r->size,
 	       (unsigned long long)r->timestamp);
 	switch (r->id) {
 	case PG_JD_LOAD: {
@@ -344,13 +337,11 @@ int cmd_dump(int argc, char **argv)
 		return ret;
 	}
 	if (n >= 4) {
-		uint32_t m;
-
-		memcpy(&m, magic, 4);
+		/* each reader's probe: the magics live with their formats */
 		ret = -1;
-		if (m == PG_JITDUMP_MAGIC || m == bswap_32(PG_JITDUMP_MAGIC))
+		if (pg_jitdump_probe(magic, 4))
 			ret = dump_jitdump(argv[optind], json, &w);
-		else if (!memcmp(magic, "PERF", 4) || !memcmp(magic, "2ELI", 4))
+		else if (pg_perfdata_probe(magic, 4))
 			ret = dump_perfdata(argv[optind], json, &w);
 		else if (pg_xray_probe(magic, 4))
 			ret = dump_xray(argv[optind], json, time_order, &w);

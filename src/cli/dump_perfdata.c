@@ -6,43 +6,6 @@
 #include <perfgraft/perfdata.h>
 #include "cli/cli.h"
 
-static const char *const feat_names[32] = {
-	"RESERVED", "TRACING_DATA", "BUILD_ID", "HOSTNAME", "OSRELEASE", "VERSION",
-	"ARCH", "NRCPUS", "CPUDESC", "CPUID", "TOTAL_MEM", "CMDLINE", "EVENT_DESC",
-	"CPU_TOPOLOGY", "NUMA_TOPOLOGY", "BRANCH_STACK", "PMU_MAPPINGS", "GROUP_DESC",
-	"AUXTRACE", "STAT", "CACHE", "SAMPLE_TIME", "MEM_TOPOLOGY", "CLOCKID",
-	"DIR_FORMAT", "BPF_PROG_INFO", "BPF_BTF", "COMPRESSED", "CPU_PMU_CAPS",
-	"CLOCK_DATA", "HYBRID_TOPOLOGY", "PMU_CAPS",
-};
-
-static const char *const kernel_names[22] = {
-	NULL, "MMAP", "LOST", "COMM", "EXIT", "THROTTLE", "UNTHROTTLE", "FORK", "READ",
-	"SAMPLE", "MMAP2", "AUX", "ITRACE_START", "LOST_SAMPLES", "SWITCH",
-	"SWITCH_CPU_WIDE", "NAMESPACES", "KSYMBOL", "BPF_EVENT", "CGROUP", "TEXT_POKE",
-	"AUX_OUTPUT_HW_ID",
-};
-
-static const char *const user_names[20] = {
-	"HEADER_ATTR", "HEADER_EVENT_TYPE", "HEADER_TRACING_DATA", "HEADER_BUILD_ID",
-	"FINISHED_ROUND", "ID_INDEX", "AUXTRACE_INFO", "AUXTRACE", "AUXTRACE_ERROR",
-	"THREAD_MAP", "CPU_MAP", "STAT_CONFIG", "STAT", "STAT_ROUND", "EVENT_UPDATE",
-	"TIME_CONV", "HEADER_FEATURE", "COMPRESSED", "FINISHED_INIT", "COMPRESSED2",
-};
-
-static const char *rec_name(uint32_t t)
-{
-	if (t < 22 && kernel_names[t])
-		return kernel_names[t];
-	if (t >= 64 && t < 84)
-		return user_names[t - 64];
-	return "UNKNOWN";
-}
-
-static const char *feat_name(unsigned bit)
-{
-	return bit < 32 ? feat_names[bit] : "UNKNOWN";
-}
-
 struct counts {
 	uint64_t n[256], other;
 };
@@ -52,7 +15,7 @@ static void text_rec(const pg_perfdata *pd, const struct pg_pd_rec *r)
 	struct pg_pd_mmap mm;
 
 	printf("%10llu  %-16s size %5u misc 0x%04x", (unsigned long long)r->offset,
-	       rec_name(r->type), r->size, r->misc);
+	       pg_perfdata_record_name(r->type), r->size, r->misc);
 	if (r->type >= 22 && r->type < 64)
 		printf(" type %u", r->type);
 	if (r->has_time)
@@ -80,7 +43,7 @@ static void json_rec(const pg_perfdata *pd, const struct pg_pd_rec *r, bool firs
 	struct pg_pd_mmap mm;
 
 	printf("%s\n  {\"offset\":%llu,\"type\":%u,\"name\":\"%s\",\"misc\":%u,\"size\":%u,\"extra_size\":%llu",
-	       first ? "" : ",", (unsigned long long)r->offset, r->type, rec_name(r->type), r->misc,
+	       first ? "" : ",", (unsigned long long)r->offset, r->type, pg_perfdata_record_name(r->type), r->misc,
 	       r->size, (unsigned long long)r->extra_size);
 	if (r->has_time)
 		printf(",\"time\":%llu", (unsigned long long)r->time);
@@ -176,7 +139,7 @@ int dump_perfdata(const char *path, bool json, struct cli_warnings *w)
 			sha1_update(&sc, (size_t)f->size, f->data);
 			sha1_digest(&sc, sizeof(dig), dig);
 			printf("%s{\"bit\":%u,\"name\":\"%s\",\"size\":%llu,\"sha1\":\"", i ? "," : "",
-			       f->bit, feat_name(f->bit), (unsigned long long)f->size);
+			       f->bit, pg_perfdata_feature_name(f->bit), (unsigned long long)f->size);
 			for (size_t k = 0; k < sizeof(dig); k++)
 				printf("%02x", dig[k]);
 			printf("\"}");
@@ -190,7 +153,7 @@ int dump_perfdata(const char *path, bool json, struct cli_warnings *w)
 		for (size_t i = 0; i < pg_perfdata_nfeatures(pd); i++) {
 			const struct pg_pd_feature *f = pg_perfdata_feature(pd, i);
 
-			printf("feature %u %s: %llu bytes\n", f->bit, feat_name(f->bit),
+			printf("feature %u %s: %llu bytes\n", f->bit, pg_perfdata_feature_name(f->bit),
 			       (unsigned long long)f->size);
 		}
 		printf("    offset  record\n");
@@ -229,8 +192,8 @@ int dump_perfdata(const char *path, bool json, struct cli_warnings *w)
 		first = true;
 		for (unsigned t = 0; t < 256; t++)
 			if (c.n[t]) {
-				if (strcmp(rec_name(t), "UNKNOWN"))
-					printf("%s\"%s\":%llu", first ? "" : ",", rec_name(t),
+				if (strcmp(pg_perfdata_record_name(t), "UNKNOWN"))
+					printf("%s\"%s\":%llu", first ? "" : ",", pg_perfdata_record_name(t),
 					       (unsigned long long)c.n[t]);
 				else
 					printf("%s\"UNKNOWN_%u\":%llu", first ? "" : ",", t,
@@ -242,7 +205,7 @@ int dump_perfdata(const char *path, bool json, struct cli_warnings *w)
 		printf("summary: %llu records:", (unsigned long long)nrec);
 		for (unsigned t = 0; t < 256; t++)
 			if (c.n[t])
-				printf(" %llu %s", (unsigned long long)c.n[t], rec_name(t));
+				printf(" %llu %s", (unsigned long long)c.n[t], pg_perfdata_record_name(t));
 		printf("\n");
 	}
 	pg_perfdata_close(pd);

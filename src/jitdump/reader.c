@@ -571,3 +571,20 @@ int pg_jitdump_next(pg_jitdump *jd, struct pg_jd_record *rec)
 		}
 	}
 }
+
+bool pg_jitdump_probe(const void *buf, size_t len)
+{
+	uint32_t m;
+
+	if (len < 4)
+		return false;
+	memcpy(&m, buf, 4);
+	return m == PG_JITDUMP_MAGIC || m == bswap_32(PG_JITDUMP_MAGIC);
+}
+
+const char *pg_jitdump_record_name(uint32_t id)
+{
+	static const char *const names[] = { "LOAD", "MOVE", "DEBUG_INFO", "CLOSE", "UNWINDING_INFO" };
+
+	return id < sizeof(names) / sizeof(names[0]) ? names[id] : "UNKNOWN";
+}

@@ -944,3 +944,49 @@ int pg_perfdata_mmap(const pg_perfdata *pd, const struct pg_pd_rec *r,
 	}
 	return 0;
 }
+
+bool pg_perfdata_probe(const void *buf, size_t len)
+{
+	return len >= 4 && (!memcmp(buf, "PERF", 4) || !memcmp(buf, "2ELI", 4));
+}
+
+/* perf's names (tools/perf/util/event.c and header.c), by number */
+static const char *const feat_names[] = {
+	"RESERVED", "TRACING_DATA", "BUILD_ID", "HOSTNAME", "OSRELEASE", "VERSION",
+	"ARCH", "NRCPUS", "CPUDESC", "CPUID", "TOTAL_MEM", "CMDLINE", "EVENT_DESC",
+	"CPU_TOPOLOGY", "NUMA_TOPOLOGY", "BRANCH_STACK", "PMU_MAPPINGS", "GROUP_DESC",
+	"AUXTRACE", "STAT", "CACHE", "SAMPLE_TIME", "MEM_TOPOLOGY", "CLOCKID",
+	"DIR_FORMAT", "BPF_PROG_INFO", "BPF_BTF", "COMPRESSED", "CPU_PMU_CAPS",
+	"CLOCK_DATA", "HYBRID_TOPOLOGY", "PMU_CAPS",
+};
+
+static const char *const kernel_names[] = {
+	NULL, "MMAP", "LOST", "COMM", "EXIT", "THROTTLE", "UNTHROTTLE", "FORK", "READ",
+	"SAMPLE", "MMAP2", "AUX", "ITRACE_START", "LOST_SAMPLES", "SWITCH",
+	"SWITCH_CPU_WIDE", "NAMESPACES", "KSYMBOL", "BPF_EVENT", "CGROUP", "TEXT_POKE",
+	"AUX_OUTPUT_HW_ID",
+};
+
+static const char *const user_names[] = {	/* from PG_PERF_RECORD_USER_TYPE_START */
+	"HEADER_ATTR", "HEADER_EVENT_TYPE", "HEADER_TRACING_DATA", "HEADER_BUILD_ID",
+	"FINISHED_ROUND", "ID_INDEX", "AUXTRACE_INFO", "AUXTRACE", "AUXTRACE_ERROR",
+	"THREAD_MAP", "CPU_MAP", "STAT_CONFIG", "STAT", "STAT_ROUND", "EVENT_UPDATE",
+	"TIME_CONV", "HEADER_FEATURE", "COMPRESSED", "FINISHED_INIT", "COMPRESSED2",
+};
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+const char *pg_perfdata_record_name(uint32_t t)
+{
+	if (t < NELEM(kernel_names) && kernel_names[t])
+		return kernel_names[t];
+	if (t >= PG_PERF_RECORD_USER_TYPE_START &&
+	    t - PG_PERF_RECORD_USER_TYPE_START < NELEM(user_names))
+		return user_names[t - PG_PERF_RECORD_USER_TYPE_START];
+	return "UNKNOWN";
+}
+
+const char *pg_perfdata_feature_name(unsigned bit)
+{
+	return bit < NELEM(feat_names) ? feat_names[bit] : "UNKNOWN";
+}
