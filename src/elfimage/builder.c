@@ -359,84 +359,102 @@ static bool reuse(pg_elfset *set, struct pg_elf_image *pi)
 	return true;
 }
 
-static int write_image(pg_elfset *set, struct img *im)
-{
-	struct pg_elf_image *pi = &set->images[im->pub];
-	const struct pg_jd_header *h = &set->hdr;
-	int cls = h->is_64bit ? ELFCLASS64 : ELFCLASS32;
-	struct pg_buf eh = { .big_endian = h->big_endian };
-	struct pg_buf ehh = { .big_endian = h->big_endian };
-	struct pg_buf shstr = { 0 };
-	uint32_t shname[SEC_COUNT] = { 0 };
-	struct pg_outfile of;
-	uint8_t note[12 + 4 + BUILD_ID_SIZE];
-	void *symbuf = NULL;
-	Elf *elf = NULL;
-	Elf_Scn *scn;
-	GElf_Ehdr eh_;
-	GElf_Phdr ph;
-	uint64_t eh_off, eh_size, hdr_off, hdr_size, load_end, off;
-	uint64_t abbrev_off, info_off, line_off, ar_off, sym_off, str_off, shstr_off, sh_off;
-	size_t symsz = gelf_fsize(NULL, ELF_T_SYM, 1, EV_CURRENT);
-	const uint8_t *ehp, *hdrp;
-	/* the PT_LOAD starts at 0, or at the code for perf 5.19..6.7 */
-	uint64_t load_off = im->unw && set->cfi_compat ? im->text_off : 0;
-	uint32_t nhdr[3] = { 4, BUILD_ID_SIZE, NT_GNU_BUILD_ID };
-	int ret = -EIO;
+/* Where every part of an image goes (file offsets, == vaddrs inside the
+ * PT_LOAD), and the parts the writer makes itself rather than borrows. */
+struct layout {
+	uint64_t load_off, load_end;	/* the PT_LOAD */
+	uint64_t note_off;
+	uint64_t eh_off, eh_size, hdr_off, hdr_size;
+	const uint8_t *ehp, *hdrp;	/* the process's unwind tables, or eh/ehh */
+	uint64_t abbrev_off, info_off, line_off, ar_off;
+	uint64_t sym_off, str_off, shstr_off, sh_off;
+	size_t symsz;
+	uint32_t shname[SEC_COUNT];	/* offsets in shstr */
+	struct pg_buf eh, ehh;		/* empty unwind tables, when no CFI */
+	struct pg_buf shstr;
+	void *symbuf;			/* .symtab, filled in by emit_symtab */
+};
 
-	symsz = h->is_64bit ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym);
+#define NOTE_SIZE (12 + 4 + BUILD_ID_SIZE)
+
+static void layout_free(struct layout *lo)
+{
+	free(lo->symbuf);
+	pg_buf_free(&lo->eh);
+	pg_buf_free(&lo->ehh);
+	pg_buf_free(&lo->shstr);
+}
+
+/* Finishes the DWARF tables (their sizes place everything after them) and
+ * lays the image out; lo is to be freed with layout_free() either way. */
+static int plan_layout(pg_elfset *set, struct img *im, struct layout *lo)
+{
+	const struct pg_jd_header *h = &set->hdr;
+
+	memset(lo, 0, sizeof(*lo));
+	lo->eh.big_endian = lo->ehh.big_endian = h->big_endian;
+	lo->symsz = h->is_64bit ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym);
+	/* the PT_LOAD starts at 0, or at the code for perf 5.19..6.7 */
+	lo->load_off = im->unw && set->cfi_compat ? im->text_off : 0;
+	lo->note_off = headers_end(set) - NOTE_SIZE;
 	/* unwind tables right after the code, as the process had them */
 	if (im->unw) {
-		eh_off = im->text_off + pg_align(im->funcs[0].size, 8);
-		eh_size = im->unw->eh_frame_size;
-		hdr_off = eh_off + eh_size;
-		hdr_size = im->unw->eh_frame_hdr_size;
-		ehp = im->unw->eh_frame;
-		hdrp = im->unw->eh_frame_hdr;
+		lo->eh_off = im->text_off + pg_align(im->funcs[0].size, 8);
+		lo->eh_size = im->unw->eh_frame_size;
+		lo->hdr_off = lo->eh_off + lo->eh_size;
+		lo->hdr_size = im->unw->eh_frame_hdr_size;
+		lo->ehp = im->unw->eh_frame;
+		lo->hdrp = im->unw->eh_frame_hdr;
 	} else {
-		eh_off = pg_align(im->text_end, 8);
-		eh_size = 4;
-		hdr_off = eh_off + eh_size;
-		hdr_size = 12;
-		empty_eh(&eh, &ehh, eh_off, hdr_off);
-		ehp = eh.p;
-		hdrp = ehh.p;
+		lo->eh_off = pg_align(im->text_end, 8);
+		lo->eh_size = 4;
+		lo->hdr_off = lo->eh_off + lo->eh_size;
+		lo->hdr_size = 12;
+		empty_eh(&lo->eh, &lo->ehh, lo->eh_off, lo->hdr_off);
+		lo->ehp = lo->eh.p;
+		lo->hdrp = lo->ehh.p;
 	}
-	load_end = hdr_off + hdr_size;
+	lo->load_end = lo->hdr_off + lo->hdr_size;
 
-	if (pg_dwarf_finish(&im->dw, set->dump_name, im->text_off, im->text_end) < 0) {
-		ret = pg_err(set->diag, -ENOMEM, "out of memory");
-		goto out;
-	}
-	pg_buf_u8(&shstr, 0);
+	if (pg_dwarf_finish(&im->dw, set->dump_name, im->text_off, im->text_end) < 0)
+		return pg_err(set->diag, -ENOMEM, "out of memory");
+	pg_buf_u8(&lo->shstr, 0);
 	for (int i = 1; i < SEC_COUNT; i++) {
-		shname[i] = (uint32_t)shstr.len;
-		pg_buf_str(&shstr, sec_names[i]);
+		lo->shname[i] = (uint32_t)lo->shstr.len;
+		pg_buf_str(&lo->shstr, sec_names[i]);
 	}
-	abbrev_off = load_end;
-	info_off = abbrev_off + im->dw.abbrev.len;
-	line_off = info_off + im->dw.info.len;
-	ar_off = line_off + im->dw.line.len;
-	sym_off = pg_align(ar_off + im->dw.aranges.len, 8);
-	str_off = sym_off + (im->nfuncs + 1) * symsz;
-	shstr_off = str_off + im->strtab.len;
-	sh_off = pg_align(shstr_off + shstr.len, 8);
+	/* the rest is not loaded: DWARF, symbols, names, section headers */
+	lo->abbrev_off = lo->load_end;
+	lo->info_off = lo->abbrev_off + im->dw.abbrev.len;
+	lo->line_off = lo->info_off + im->dw.info.len;
+	lo->ar_off = lo->line_off + im->dw.line.len;
+	lo->sym_off = pg_align(lo->ar_off + im->dw.aranges.len, 8);
+	lo->str_off = lo->sym_off + (im->nfuncs + 1) * lo->symsz;
+	lo->shstr_off = lo->str_off + im->strtab.len;
+	lo->sh_off = pg_align(lo->shstr_off + lo->shstr.len, 8);
 
-	{
-		uint8_t bid[SHA1_DIGEST_SIZE];
+	lo->symbuf = calloc(im->nfuncs + 1, lo->symsz);
+	if (!lo->symbuf || lo->eh.oom || lo->ehh.oom || lo->shstr.oom)
+		return pg_err(set->diag, -ENOMEM, "out of memory");
+	return 0;
+}
 
-		sha1_update(&im->sha, eh_size, ehp);
-		sha1_digest(&im->sha, sizeof(bid), bid);
-		memcpy(pi->build_id, bid, BUILD_ID_SIZE);
-	}
+/* Completes the build-id (the .eh_frame is the last part it digests) and,
+ * with build_id_names, puts it into the file name. */
+static int name_image(pg_elfset *set, struct img *im, const struct layout *lo)
+{
+	struct pg_elf_image *pi = &set->images[im->pub];
+	uint8_t bid[SHA1_DIGEST_SIZE];
+
+	sha1_update(&im->sha, lo->eh_size, lo->ehp);
+	sha1_digest(&im->sha, sizeof(bid), bid);
+	memcpy(pi->build_id, bid, BUILD_ID_SIZE);
 	if (set->build_id_names) {
 		size_t dl = strlen(set->dir), nl = strlen(pi->name);
 		char *np = malloc(dl + nl + 16);
 
-		if (!np) {
-			ret = pg_err(set->diag, -ENOMEM, "out of memory");
-			goto out;
-		}
+		if (!np)
+			return pg_err(set->diag, -ENOMEM, "out of memory");
 		/* "<dir>/<name less .so>-<12 hex>.so" */
 		snprintf(np, dl + nl + 16, "%s/%.*s-%02x%02x%02x%02x%02x%02x.so", set->dir,
 			 (int)(nl - 3), pi->name, pi->build_id[0], pi->build_id[1],
@@ -445,182 +463,230 @@ static int write_image(pg_elfset *set, struct img *im)
 		pi->path = np;
 		pi->name = np + dl + 1;
 	}
-	memcpy(note, nhdr, sizeof(nhdr));
-	memcpy(note + 12, "GNU", 4);
-	memcpy(note + 16, pi->build_id, BUILD_ID_SIZE);
+	return 0;
+}
 
-	symbuf = calloc(im->nfuncs + 1, symsz);
-	if (!symbuf || eh.oom || ehh.oom || shstr.oom) {
-		ret = pg_err(set->diag, -ENOMEM, "out of memory");
-		goto out;
-	}
+/* The libelf emission below returns false on a libelf failure, which
+ * emit_elf() reports. */
 
-	if (reuse(set, pi)) {
-		pi->nfuncs = im->nfuncs;
-		pi->has_cfi = im->unw != NULL;
-		ret = 0;
-		goto out;
-	}
-	ret = pg_outfile_open(&of, set->dirfd, pi->name, set->diag);
-	if (ret)
-		goto out;
-	ret = -EIO;
-	errno = 0;	/* elf_fail reports the errno of a libelf call only */
-	elf = elf_begin(of.fd, ELF_C_WRITE, NULL);
-	if (!elf || !gelf_newehdr(elf, cls) || !gelf_getehdr(elf, &eh_))
-		goto elf_fail;
-	eh_.e_ident[EI_DATA] = h->big_endian ? ELFDATA2MSB : ELFDATA2LSB;
-	eh_.e_ident[EI_OSABI] = ELFOSABI_NONE;
-	eh_.e_type = ET_DYN;
-	eh_.e_machine = (GElf_Half)h->elf_mach;
-	eh_.e_version = EV_CURRENT;
-	eh_.e_entry = 0;
-	eh_.e_phoff = eh_.e_ehsize = h->is_64bit ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr);
-	eh_.e_shoff = sh_off;
-	eh_.e_shstrndx = SEC_SHSTRTAB;
-	if (!gelf_update_ehdr(elf, &eh_) || !gelf_newphdr(elf, 3))
-		goto elf_fail;
+static bool emit_ehdr(const pg_elfset *set, const struct layout *lo, Elf *elf)
+{
+	const struct pg_jd_header *h = &set->hdr;
+	GElf_Ehdr eh;
+
+	if (!gelf_newehdr(elf, h->is_64bit ? ELFCLASS64 : ELFCLASS32) || !gelf_getehdr(elf, &eh))
+		return false;
+	eh.e_ident[EI_DATA] = h->big_endian ? ELFDATA2MSB : ELFDATA2LSB;
+	eh.e_ident[EI_OSABI] = ELFOSABI_NONE;
+	eh.e_type = ET_DYN;
+	eh.e_machine = (GElf_Half)h->elf_mach;
+	eh.e_version = EV_CURRENT;
+	eh.e_entry = 0;
+	eh.e_phoff = eh.e_ehsize = h->is_64bit ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr);
+	eh.e_shoff = lo->sh_off;
+	eh.e_shstrndx = SEC_SHSTRTAB;
+	if (!gelf_update_ehdr(elf, &eh) || !gelf_newphdr(elf, 3))
+		return false;
+	/* every offset is ours: vaddr == offset in the PT_LOAD */
 	elf_flagelf(elf, ELF_C_SET, ELF_F_LAYOUT);
+	return true;
+}
 
-	off = headers_end(set) - sizeof(note);
-	/* the note is in the PT_LOAD unless that starts at the code */
-	scn = add_scn(elf, SEC_NOTE, SHT_NOTE, load_off ? 0 : SHF_ALLOC, off, load_off ? 0 : off,
-		      sizeof(note), 4, shname);
-	if (!scn || !add_data(scn, note, 12, 0, ELF_T_NHDR) ||
-	    !add_data(scn, note + 12, sizeof(note) - 12, 12, ELF_T_BYTE))
-		goto elf_fail;
-	scn = add_scn(elf, SEC_TEXT, SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR,
-		      im->text_off, im->text_off, im->text_end - im->text_off, TEXT_ALIGN, shname);
+/* Fills lo->symbuf through libelf (which converts to the image's class and
+ * byte order): one local STT_FUNC per function after the null symbol. */
+static bool emit_symtab(const struct img *im, const struct layout *lo, Elf *elf)
+{
+	Elf_Scn *scn = add_scn(elf, SEC_SYMTAB, SHT_SYMTAB, 0, lo->sym_off, 0,
+			       (im->nfuncs + 1) * lo->symsz, 8, lo->shname);
+	Elf_Data *d;
+	GElf_Shdr sh;
+
 	if (!scn)
-		goto elf_fail;
+		return false;
+	d = elf_newdata(scn);
+	if (!d)
+		return false;
+	d->d_buf = lo->symbuf;
+	d->d_size = (im->nfuncs + 1) * lo->symsz;
+	d->d_type = ELF_T_SYM;
+	d->d_align = 8;
+	d->d_version = EV_CURRENT;
+	for (size_t i = 0; i < im->nfuncs; i++) {
+		GElf_Sym s = {
+			.st_name = im->funcs[i].strx,
+			.st_info = GELF_ST_INFO(STB_LOCAL, STT_FUNC),
+			.st_shndx = SEC_TEXT,
+			.st_value = im->funcs[i].off,
+			.st_size = im->funcs[i].size,
+		};
+
+		if (!gelf_update_sym(d, (int)i + 1, &s))
+			return false;
+	}
+	if (!gelf_getshdr(scn, &sh))
+		return false;
+	sh.sh_link = SEC_STRTAB;
+	sh.sh_info = (GElf_Word)(im->nfuncs + 1);	/* all symbols are local */
+	sh.sh_entsize = lo->symsz;
+	return gelf_update_shdr(scn, &sh) != 0;
+}
+
+/* One section of a single buffer. */
+static bool emit_plain(Elf *elf, int idx, GElf_Word type, GElf_Xword flags, uint64_t off,
+		       uint64_t addr, const void *buf, uint64_t size, uint64_t align,
+		       const struct layout *lo)
+{
+	Elf_Scn *scn = add_scn(elf, idx, type, flags, off, addr, size, align, lo->shname);
+
+	return scn && add_data(scn, buf, size, 0, ELF_T_BYTE);
+}
+
+/* The sections in index order (SEC_*); note is the build-id note. */
+static bool emit_sections(const struct img *im, const struct layout *lo,
+			  const uint8_t *note, Elf *elf)
+{
+	const struct pg_dwarf *dw = &im->dw;
+	uint64_t noff = lo->note_off;
+	Elf_Scn *scn;
+
+	/* the note is in the PT_LOAD unless that starts at the code */
+	scn = add_scn(elf, SEC_NOTE, SHT_NOTE, lo->load_off ? 0 : SHF_ALLOC, noff,
+		      lo->load_off ? 0 : noff, NOTE_SIZE, 4, lo->shname);
+	if (!scn || !add_data(scn, note, 12, 0, ELF_T_NHDR) ||
+	    !add_data(scn, note + 12, NOTE_SIZE - 12, 12, ELF_T_BYTE))
+		return false;
+	scn = add_scn(elf, SEC_TEXT, SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, im->text_off,
+		      im->text_off, im->text_end - im->text_off, TEXT_ALIGN, lo->shname);
+	if (!scn)
+		return false;
 	for (size_t i = 0; i < im->nfuncs; i++)
 		if (!add_data(scn, im->funcs[i].code, im->funcs[i].size,
 			      im->funcs[i].off - im->text_off, ELF_T_BYTE))
-			goto elf_fail;
-	scn = add_scn(elf, SEC_EH_FRAME, SHT_PROGBITS, SHF_ALLOC, eh_off, eh_off, eh_size,
-		      eh_off % 8 ? 1 : 8, shname);
-	if (!scn || !add_data(scn, ehp, eh_size, 0, ELF_T_BYTE))
-		goto elf_fail;
-	scn = add_scn(elf, SEC_EH_FRAME_HDR, SHT_PROGBITS, SHF_ALLOC, hdr_off, hdr_off,
-		      hdr_size, hdr_off % 4 ? 1 : 4, shname);
-	if (!scn || !add_data(scn, hdrp, hdr_size, 0, ELF_T_BYTE))
-		goto elf_fail;
-	scn = add_scn(elf, SEC_ABBREV, SHT_PROGBITS, 0, abbrev_off, 0, im->dw.abbrev.len, 1, shname);
-	if (!scn || !add_data(scn, im->dw.abbrev.p, im->dw.abbrev.len, 0, ELF_T_BYTE))
-		goto elf_fail;
-	scn = add_scn(elf, SEC_INFO, SHT_PROGBITS, 0, info_off, 0, im->dw.info.len, 1, shname);
-	if (!scn || !add_data(scn, im->dw.info.p, im->dw.info.len, 0, ELF_T_BYTE))
-		goto elf_fail;
-	scn = add_scn(elf, SEC_LINE, SHT_PROGBITS, 0, line_off, 0, im->dw.line.len, 1, shname);
-	if (!scn || !add_data(scn, im->dw.line.p, im->dw.line.len, 0, ELF_T_BYTE))
-		goto elf_fail;
+			return false;
+	return emit_plain(elf, SEC_EH_FRAME, SHT_PROGBITS, SHF_ALLOC, lo->eh_off, lo->eh_off,
+			  lo->ehp, lo->eh_size, lo->eh_off % 8 ? 1 : 8, lo) &&
+	       emit_plain(elf, SEC_EH_FRAME_HDR, SHT_PROGBITS, SHF_ALLOC, lo->hdr_off, lo->hdr_off,
+			  lo->hdrp, lo->hdr_size, lo->hdr_off % 4 ? 1 : 4, lo) &&
+	       emit_plain(elf, SEC_ABBREV, SHT_PROGBITS, 0, lo->abbrev_off, 0,
+			  dw->abbrev.p, dw->abbrev.len, 1, lo) &&
+	       emit_plain(elf, SEC_INFO, SHT_PROGBITS, 0, lo->info_off, 0,
+			  dw->info.p, dw->info.len, 1, lo) &&
+	       emit_plain(elf, SEC_LINE, SHT_PROGBITS, 0, lo->line_off, 0,
+			  dw->line.p, dw->line.len, 1, lo) &&
+	       emit_plain(elf, SEC_ARANGES, SHT_PROGBITS, 0, lo->ar_off, 0,
+			  dw->aranges.p, dw->aranges.len, 1, lo) &&
+	       emit_symtab(im, lo, elf) &&
+	       emit_plain(elf, SEC_STRTAB, SHT_STRTAB, 0, lo->str_off, 0,
+			  im->strtab.p, im->strtab.len, 1, lo) &&
+	       emit_plain(elf, SEC_SHSTRTAB, SHT_STRTAB, 0, lo->shstr_off, 0,
+			  lo->shstr.p, lo->shstr.len, 1, lo);
+}
 
-	scn = add_scn(elf, SEC_ARANGES, SHT_PROGBITS, 0, ar_off, 0, im->dw.aranges.len, 1, shname);
-	if (!scn || !add_data(scn, im->dw.aranges.p, im->dw.aranges.len, 0, ELF_T_BYTE))
-		goto elf_fail;
-	scn = add_scn(elf, SEC_SYMTAB, SHT_SYMTAB, 0, sym_off, 0, (im->nfuncs + 1) * symsz, 8, shname);
-	if (!scn)
-		goto elf_fail;
-	{
-		Elf_Data *d = elf_newdata(scn);
-		GElf_Shdr sh;
-
-		if (!d)
-			goto elf_fail;
-		d->d_buf = symbuf;
-		d->d_size = (im->nfuncs + 1) * symsz;
-		d->d_type = ELF_T_SYM;
-		d->d_align = 8;
-		d->d_version = EV_CURRENT;
-		for (size_t i = 0; i < im->nfuncs; i++) {
-			GElf_Sym s = {
-				.st_name = im->funcs[i].strx,
-				.st_info = GELF_ST_INFO(STB_LOCAL, STT_FUNC),
-				.st_shndx = SEC_TEXT,
-				.st_value = im->funcs[i].off,
-				.st_size = im->funcs[i].size,
-			};
-
-			if (!gelf_update_sym(d, (int)i + 1, &s))
-				goto elf_fail;
-		}
-		if (!gelf_getshdr(scn, &sh))
-			goto elf_fail;
-		sh.sh_link = SEC_STRTAB;
-		sh.sh_info = (GElf_Word)(im->nfuncs + 1);	/* all symbols are local */
-		sh.sh_entsize = symsz;
-		if (!gelf_update_shdr(scn, &sh))
-			goto elf_fail;
-	}
-	scn = add_scn(elf, SEC_STRTAB, SHT_STRTAB, 0, str_off, 0, im->strtab.len, 1, shname);
-	if (!scn || !add_data(scn, im->strtab.p, im->strtab.len, 0, ELF_T_BYTE))
-		goto elf_fail;
-	scn = add_scn(elf, SEC_SHSTRTAB, SHT_STRTAB, 0, shstr_off, 0, shstr.len, 1, shname);
-	if (!scn || !add_data(scn, shstr.p, shstr.len, 0, ELF_T_BYTE))
-		goto elf_fail;
+/* PT_LOAD, PT_GNU_EH_FRAME, PT_NOTE. */
+static bool emit_phdrs(const struct layout *lo, Elf *elf)
+{
+	GElf_Phdr ph;
 
 	memset(&ph, 0, sizeof(ph));
 	ph.p_type = PT_LOAD;
 	ph.p_flags = PF_R | PF_X;
-	ph.p_offset = ph.p_vaddr = ph.p_paddr = load_off;
-	ph.p_filesz = ph.p_memsz = load_end - load_off;
+	ph.p_offset = ph.p_vaddr = ph.p_paddr = lo->load_off;
+	ph.p_filesz = ph.p_memsz = lo->load_end - lo->load_off;
 	ph.p_align = 0x1000;
 	if (!gelf_update_phdr(elf, 0, &ph))
-		goto elf_fail;
+		return false;
 	ph.p_type = PT_GNU_EH_FRAME;
 	ph.p_flags = PF_R;
-	ph.p_offset = ph.p_vaddr = ph.p_paddr = hdr_off;
-	ph.p_filesz = ph.p_memsz = hdr_size;
-	ph.p_align = hdr_off % 4 ? 1 : 4;
+	ph.p_offset = ph.p_vaddr = ph.p_paddr = lo->hdr_off;
+	ph.p_filesz = ph.p_memsz = lo->hdr_size;
+	ph.p_align = lo->hdr_off % 4 ? 1 : 4;
 	if (!gelf_update_phdr(elf, 1, &ph))
-		goto elf_fail;
+		return false;
+	/* p_flags and p_align stay those of PT_GNU_EH_FRAME */
 	ph.p_type = PT_NOTE;
-	ph.p_offset = ph.p_vaddr = ph.p_paddr = headers_end(set) - sizeof(note);
-	ph.p_filesz = ph.p_memsz = sizeof(note);
-	if (!gelf_update_phdr(elf, 2, &ph))
-		goto elf_fail;
+	ph.p_offset = ph.p_vaddr = ph.p_paddr = lo->note_off;
+	ph.p_filesz = ph.p_memsz = NOTE_SIZE;
+	return gelf_update_phdr(elf, 2, &ph) != 0;
+}
 
-	if (elf_update(elf, ELF_C_WRITE) < 0)
-		goto elf_fail;
-	elf_end(elf);
-	elf = NULL;
-	{
-		struct stat st;
+/* Writes the whole image to fd through libelf. */
+static int emit_elf(pg_elfset *set, struct img *im, const struct layout *lo, int fd)
+{
+	const struct pg_elf_image *pi = &set->images[im->pub];
+	static const uint32_t nhdr[3] = { 4, BUILD_ID_SIZE, NT_GNU_BUILD_ID };
+	uint8_t note[NOTE_SIZE];	/* libelf reads it in elf_update */
+	Elf *elf;
+	int ret = 0;
 
-		if (fstat(of.fd, &st) == 0) {
-			pi->dev = st.st_dev;
-			pi->ino = st.st_ino;
-		}
+	memcpy(note, nhdr, sizeof(nhdr));
+	memcpy(note + 12, "GNU", 4);
+	memcpy(note + 16, pi->build_id, BUILD_ID_SIZE);
+	errno = 0;	/* the report below gives the errno of a libelf call only */
+	elf = elf_begin(fd, ELF_C_WRITE, NULL);
+	if (!elf || !emit_ehdr(set, lo, elf) || !emit_sections(im, lo, note, elf) ||
+	    !emit_phdrs(lo, elf) || elf_update(elf, ELF_C_WRITE) < 0) {
+		/* a full disk is libelf's "I/O error": say what the system said */
+		if (errno)
+			ret = pg_err(set->diag, -errno, "%s: cannot write ELF image: %s", pi->path,
+				     strerror(errno));
+		else
+			ret = pg_err(set->diag, -EIO, "%s: cannot write ELF image: %s", pi->path,
+				     elf_errmsg(-1));
+	}
+	if (elf)
+		elf_end(elf);
+	return ret;
+}
+
+/* Writes the image into a finished temporary of its name, which
+ * pg_elfset_commit() renames into place; removed again on any error. */
+static int write_file(pg_elfset *set, struct img *im, const struct layout *lo)
+{
+	struct pg_elf_image *pi = &set->images[im->pub];
+	struct pg_outfile of;
+	struct stat st;
+	int ret = pg_outfile_open(&of, set->dirfd, pi->name, set->diag);
+
+	if (ret)
+		return ret;
+	ret = emit_elf(set, im, lo, of.fd);
+	if (ret) {
+		pg_outfile_abort(&of);
+		return ret;
+	}
+	if (fstat(of.fd, &st) == 0) {
+		pi->dev = st.st_dev;
+		pi->ino = st.st_ino;
 	}
 	ret = pg_outfile_finish(&of, set->diag);
 	if (ret) {
 		pg_err(set->diag, ret, "%s: %s", pi->path, strerror(-ret));
-		goto out;
+		return ret;
 	}
 	set->pend[im->pub].of = of;
 	set->pend[im->pub].pending = true;
-	pi->size = sh_off + SEC_COUNT * (h->is_64bit ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr));
-	pi->nfuncs = im->nfuncs;
-	pi->has_cfi = im->unw != NULL;
+	pi->size = lo->sh_off + SEC_COUNT * (set->hdr.is_64bit ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr));
 	pi->written = true;
-	goto out;
+	return 0;
+}
 
-elf_fail:
-	/* a full disk is libelf's "I/O error": say what the system said */
-	if (errno)
-		ret = pg_err(set->diag, -errno, "%s: cannot write ELF image: %s", pi->path,
-			     strerror(errno));
-	else
-		ret = pg_err(set->diag, -EIO, "%s: cannot write ELF image: %s", pi->path, elf_errmsg(-1));
-	if (elf)
-		elf_end(elf);
-	elf = NULL;
-	pg_outfile_abort(&of);
-out:
-	free(symbuf);
-	pg_buf_free(&eh);
-	pg_buf_free(&ehh);
-	pg_buf_free(&shstr);
+/* Lays out, names and writes an image, or keeps the identical file that
+ * already has its name. */
+static int write_image(pg_elfset *set, struct img *im)
+{
+	struct pg_elf_image *pi = &set->images[im->pub];
+	struct layout lo;
+	int ret = plan_layout(set, im, &lo);
+
+	if (!ret)
+		ret = name_image(set, im, &lo);
+	if (!ret && !reuse(set, pi))
+		ret = write_file(set, im, &lo);
+	if (!ret) {
+		pi->nfuncs = im->nfuncs;
+		pi->has_cfi = im->unw != NULL;
+	}
+	layout_free(&lo);
 	return ret;
 }
 
