@@ -10,9 +10,6 @@
 
 #define MAX_SHOWN 20		/* warnings printed before -v is needed */
 #define MAX_COLLECTED 1000	/* warnings kept for JSON output */
-/* Longer strings are cut when printed: a hostile dump that repeats a
- * huge name would otherwise make the output quadratic in its size. */
-#define MAX_PRINTED 4096
 
 static void on_warn(void *ctx, const char *msg)
 {
@@ -77,65 +74,9 @@ void cli_error(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-/* Length of the valid UTF-8 sequence at p, 0 if invalid. */
-static size_t utf8_seq(const unsigned char *p)
-{
-	unsigned c = p[0];
-	size_t n;
-	unsigned cp;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2, cp = c & 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, cp = c & 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, cp = c & 0x07;
-	else
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (p[i] & 0x3f);
-	}
-	if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-	    (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-		return 0;
-	return n;
-}
-
-static void cut_note(FILE *f, const unsigned char *p, const char *s)
-{
-	fprintf(f, "...(%zu bytes)", (size_t)((const char *)p - s) + strlen((const char *)p));
-}
-
 void out_escaped(FILE *f, const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s;
-
-	while (*p) {
-		if ((const char *)p - s >= MAX_PRINTED) {
-			cut_note(f, p, s);
-			break;
-		}
-		size_t n = utf8_seq(p);
-
-		if (*p == '\\')
-			fputs("\\\\", f);
-		else if (*p == '\t')
-			fputs("\\t", f);
-		else if (*p == '\n')
-			fputs("\\n", f);
-		else if (!n || *p < 0x20 || *p == 0x7f)
-			fprintf(f, "\\x%02x", *p);	/* control or not UTF-8 */
-		else {
-			fwrite(p, 1, n, f);
-			p += n;
-			continue;
-		}
-		p++;
-	}
+	pg_put_escaped(f, s);
 }
 
 bool utf8_valid(const char *s)
@@ -143,7 +84,7 @@ bool utf8_valid(const char *s)
 	const unsigned char *p = (const unsigned char *)s;
 
 	while (*p) {
-		size_t n = utf8_seq(p);
+		size_t n = pg_utf8_seq(p);
 
 		if (!n)
 			return false;
@@ -158,10 +99,10 @@ void json_str(FILE *f, const char *s)
 
 	fputc('"', f);
 	while (*p) {
-		size_t n = utf8_seq(p);
+		size_t n = pg_utf8_seq(p);
 
-		if ((const char *)p - s >= MAX_PRINTED) {
-			cut_note(f, p, s);
+		if ((const char *)p - s >= PG_MAX_PRINTED) {
+			pg_put_cut_note(f, s, (const char *)p);
 			break;
 		}
 		if (!n) {
@@ -188,8 +129,8 @@ void json_hex(FILE *f, const char *s)
 {
 	fputc('"', f);
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if ((const char *)p - s >= MAX_PRINTED) {
-			cut_note(f, p, s);
+		if ((const char *)p - s >= PG_MAX_PRINTED) {
+			pg_put_cut_note(f, s, (const char *)p);
 			break;
 		}
 		fprintf(f, "%02x", *p);

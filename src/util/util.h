@@ -112,6 +112,24 @@ void pg_unmap_file(const uint8_t *base, size_t size);
  * not the file's size (the pages come back from the file if touched). */
 void pg_release_mapped(const uint8_t *base, uint64_t off, uint64_t end);
 
+/* Text output (text.c).  Longer strings are cut when printed escaped: a
+ * hostile dump that repeats a huge name would otherwise make the output
+ * quadratic in its size. */
+#include <stdio.h>
+#define PG_MAX_PRINTED 4096
+/* Length of the valid UTF-8 sequence at p, 0 if invalid. */
+size_t pg_utf8_seq(const unsigned char *p);
+/* "...(N bytes)": where a string s is cut at at. */
+void pg_put_cut_note(FILE *f, const char *s, const char *at);
+/* C-style escapes (\\, \t, \n, \xHH for control bytes and bad UTF-8). */
+void pg_put_escaped(FILE *f, const char *s);
+/* s as-is when it is plain printable ASCII (the fast common case),
+ * escaped as pg_put_escaped otherwise. */
+void pg_put_text(FILE *f, const char *s);
+/* 0x-prefixed lower-case hex, and decimal, without stdio formatting. */
+void pg_put_hex(FILE *f, uint64_t v);
+void pg_put_dec(FILE *f, uint64_t v);
+
 static inline uint64_t pg_align(uint64_t v, uint64_t a)
 {
 	return (v + a - 1) & ~(a - 1);
