@@ -36,6 +36,7 @@
 #define PERFGRAFT_SYMBOLIZE_H
 
 #include <perfgraft/common.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -158,6 +159,59 @@ struct pg_script_line {
 /* Returns 1 when the line holds a header or a frame, 0 otherwise.  Only
  * reads len bytes (no NUL needed); never fails. */
 int pg_script_parse_line(const char *line, size_t len, struct pg_script_line *out);
+
+/* ---- perf script output rewritten ----
+ * A rewriter names the unresolved frames of `perf script` output, line by
+ * line: "ADDR [unknown] (DSO)" where ADDR is in the dumps' code becomes
+ * "ADDR NAME[+0xOFF] (DUMP)" (the rest of the line kept byte for byte),
+ * followed by a source line "  FILE:LINE" as `perf script -F +srcline`
+ * prints it.  The address is looked up at the time of the sample header
+ * above it, in the sample's process when the symbolizer has a dump of it
+ * (else in any).  Every other line is copied unchanged. */
+enum pg_script_symoff {
+	PG_SCRIPT_SYMOFF_AUTO = 0,	/* +0xOFF as the input's first resolved
+					 * frame has it (none seen yet: added) */
+	PG_SCRIPT_SYMOFF_ON,		/* always +0xOFF */
+	PG_SCRIPT_SYMOFF_OFF,		/* never */
+};
+
+struct pg_script_opts {
+	size_t sz;		/* sizeof(struct pg_script_opts): fields are only
+				 * ever added at the end; a zeroed struct with sz
+				 * set gives the defaults */
+	bool use_pid;		/* look up in pid's dumps only, whatever the sample's */
+	uint32_t pid;
+	bool no_srcline;	/* no source lines below named frames */
+	bool full_source_path;	/* source lines with the whole path, not its base name */
+	enum pg_script_symoff symoff;
+};
+
+struct pg_script_stats {
+	size_t sz;		/* set by the caller: sizeof(struct pg_script_stats) */
+	uint64_t frames;	/* unresolved frames seen */
+	uint64_t named;		/* of them, named from the dumps */
+	uint64_t left;		/* of them, in no dump's code: copied unchanged */
+};
+
+typedef struct pg_script_rewriter pg_script_rewriter;
+
+/* A rewriter over s, which it uses but does not own: s must outlive it and
+ * have all its dumps added.  opts NULL gives the defaults; its sz must be
+ * nonzero and fields beyond sz read as zero.  Returns 0, or -EINVAL (bad
+ * opts) or -ENOMEM, with *out NULL. */
+int pg_script_rewriter_new(pg_symbolizer *s, const struct pg_script_opts *opts,
+			   pg_script_rewriter **out);
+/* Rewrites one line of perf script output (len bytes, with its newline if
+ * it has one; no NUL needed) to out.  A rewritten line always ends with a
+ * newline.  Lines must come in input order: a frame takes its time and
+ * pid from the last sample header.  Returns 1 when a frame was named, 0
+ * when the line was copied unchanged, or a negative errno from the lookup
+ * (message in the symbolizer's pg_diag).  Write errors are left in out's
+ * error indicator (check ferror()/fflush() as for any stdio output). */
+int pg_script_rewrite_line(pg_script_rewriter *r, const char *line, size_t len, FILE *out);
+/* Counts so far; st->sz must be set (fields beyond it are not written). */
+void pg_script_rewriter_stats(const pg_script_rewriter *r, struct pg_script_stats *st);
+void pg_script_rewriter_free(pg_script_rewriter *r);
 
 #ifdef __cplusplus
 }

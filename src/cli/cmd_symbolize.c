@@ -9,7 +9,6 @@
 
 #include <perfgraft/symbolize.h>
 #include "cli/cli.h"
-#include "symbolize/script.h"
 #include "util/util.h"
 
 static void do_help(FILE *f)
@@ -53,70 +52,32 @@ struct ctx {
 	bool first;
 };
 
-/* Names and paths come from the dump: printed as-is when they are plain
- * printable ASCII (the common case, and the fast one), escaped otherwise. */
-static void put_text(FILE *f, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	while (*p >= 0x20 && *p < 0x7f && *p != '\\')
-		p++;
-	if (!*p)
-		fputs_unlocked(s, f);
-	else
-		out_escaped(f, s);
-}
-
-static void put_hex(FILE *f, uint64_t v)
-{
-	char buf[20], *e = buf + sizeof(buf), *p = e;
-
-	do {
-		*--p = "0123456789abcdef"[v & 15];
-		v >>= 4;
-	} while (v);
-	*--p = 'x';
-	*--p = '0';
-	fwrite_unlocked(p, 1, (size_t)(e - p), f);
-}
-
-static void put_dec(FILE *f, uint64_t v)
-{
-	char buf[24], *e = buf + sizeof(buf), *p = e;
-
-	do {
-		*--p = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	fwrite_unlocked(p, 1, (size_t)(e - p), f);
-}
-
 static void text_result(struct ctx *c, uint64_t addr, uint64_t time, int found,
 			const struct pg_sym *s)
 {
 	FILE *f = c->out;
 
-	put_hex(f, addr);
+	pg_put_hex(f, addr);
 	if (time != PG_SYM_TIME_END) {
 		putc_unlocked('@', f);
-		put_dec(f, time);
+		pg_put_dec(f, time);
 	}
 	putc_unlocked('\t', f);
 	if (found <= 0) {
 		fputs_unlocked("??\t??:0\n", f);
 		return;
 	}
-	put_text(f, s->name);
+	pg_put_text(f, s->name);
 	fputs_unlocked("+", f);
-	put_hex(f, s->offset);
+	pg_put_hex(f, s->offset);
 	putc_unlocked('\t', f);
 	if (s->file) {
-		put_text(f, s->file);
+		pg_put_text(f, s->file);
 		putc_unlocked(':', f);
-		put_dec(f, s->line);
+		pg_put_dec(f, s->line);
 		if (s->column) {
 			putc_unlocked(':', f);
-			put_dec(f, s->column);
+			pg_put_dec(f, s->column);
 		}
 	} else {
 		fputs_unlocked("??:0", f);
@@ -263,115 +224,9 @@ static int from_stdin(struct ctx *c, struct pending *p)
 	return ret;
 }
 
-/* ---- --perf-script ---- */
-
-enum symoff { SYMOFF_AUTO, SYMOFF_ON, SYMOFF_OFF };
-
-struct script {
-	struct ctx *c;
-	bool srcline, full_path;
-	enum symoff symoff;
-	bool symoff_seen;	/* auto: decided from a resolved frame */
-	uint32_t pid;
-	bool has_pid;
-	uint64_t time;
-	uint64_t frames, named, left;
-};
-
-/* A resolved frame tells whether perf printed symbol offsets:
- * "<hex> sym+0x1f (dso)" or "<hex> sym (dso)", on a call-chain line or
- * at the end of a sample line (-G, or a recording without -g). */
-static void learn_symoff(struct script *sc, const char *l, size_t n)
-{
-	size_t end = n, open, sym_end;
-	const char *p;
-
-	if (sc->symoff != SYMOFF_AUTO || sc->symoff_seen)
-		return;
-	while (end && (l[end - 1] == '\n' || l[end - 1] == '\r' || l[end - 1] == ' '))
-		end--;
-	if (!pg_script_dso(l, end, &open) || open < 2)
-		return;
-	sym_end = open - 1;
-	if (sym_end >= 9 && !memcmp(l + sym_end - 9, "[unknown]", 9))
-		return;
-	sc->symoff_seen = true;
-	for (p = l + sym_end - 1; p > l && ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')); p--)
-		;
-	sc->symoff = (p - l >= 2 && p[0] == 'x' && p[-1] == '0' && p[-2] == '+') ? SYMOFF_ON : SYMOFF_OFF;
-}
-
-static int script_line(struct script *sc, const char *l, size_t n)
-{
-	struct pg_script_line pl;
-	struct pg_sym sym;
-	uint32_t pid;
-	int found;
-	FILE *f = sc->c->out;
-
-	learn_symoff(sc, l, n);
-	if (!pg_script_parse_line(l, n, &pl) || (pl.header && !pl.frame)) {
-		if (pl.header) {
-			sc->time = pl.time;
-			sc->has_pid = pl.has_pid;
-			sc->pid = pl.pid;
-		}
-		fwrite_unlocked(l, 1, n, f);
-		return 0;
-	}
-	if (pl.header) {
-		sc->time = pl.time;
-		sc->has_pid = pl.has_pid;
-		sc->pid = pl.pid;
-	}
-	sc->frames++;
-	/* a pid without a dump (or a tid, from -F tid): any dump may know it */
-	pid = sc->has_pid && pg_symbolizer_has_pid(sc->c->sym, sc->pid) ? sc->pid : PG_SYM_ANY_PID;
-	if (sc->c->pid != PG_SYM_ANY_PID)
-		pid = sc->c->pid;
-	found = pg_symbolize(sc->c->sym, pid, pl.addr, sc->time ? sc->time : PG_SYM_TIME_END, &sym);
-	if (found < 0)
-		return found;
-	if (!found) {
-		sc->left++;
-		fwrite_unlocked(l, 1, n, f);
-		return 0;
-	}
-	sc->named++;
-	fwrite_unlocked(l, 1, pl.sym_at, f);
-	put_text(f, sym.name);
-	if (sc->symoff != SYMOFF_OFF) {
-		putc_unlocked('+', f);
-		put_hex(f, sym.offset);
-	}
-	if (pl.has_dso) {
-		size_t tail = pl.dso_at + pl.dso_len;
-
-		fputs_unlocked(" (", f);
-		put_text(f, sym.dump);
-		fwrite_unlocked(l + tail, 1, n - tail, f);
-	} else {
-		size_t tail = pl.sym_at + pl.sym_len;
-
-		fwrite_unlocked(l + tail, 1, n - tail, f);
-	}
-	if (n && l[n - 1] != '\n')
-		putc_unlocked('\n', f);
-	if (sc->srcline && sym.file) {
-		/* perf script -F +srcline: the line below the frame, the file's
-		 * base name unless --full-source-path */
-		const char *base = strrchr(sym.file, '/');
-
-		fputs_unlocked("  ", f);
-		put_text(f, sc->full_path || !base ? sym.file : base + 1);
-		putc_unlocked(':', f);
-		put_dec(f, sym.line);
-		putc_unlocked('\n', f);
-	}
-	return 0;
-}
-
-static int perf_script(struct script *sc)
+/* --perf-script: the rewriting is the library's (pg_script_rewrite_line);
+ * reading stdin and the summary are the command's. */
+static int perf_script(pg_script_rewriter *rw, FILE *out)
 {
 	char *line = NULL;
 	size_t cap = 0;
@@ -379,10 +234,10 @@ static int perf_script(struct script *sc)
 	int ret = 0;
 
 	while ((n = getline(&line, &cap, stdin)) > 0)
-		if ((ret = script_line(sc, line, (size_t)n)) < 0)
+		if ((ret = pg_script_rewrite_line(rw, line, (size_t)n, out)) < 0)
 			break;
 	free(line);
-	return ret;
+	return ret < 0 ? ret : 0;
 }
 
 /* Ends the JSON document, with the failure's message when there is one. */
@@ -423,7 +278,9 @@ int cmd_symbolize(int argc, char **argv)
 	};
 	struct cli_warnings w = { 0 };
 	struct ctx c = { .pid = PG_SYM_ANY_PID, .out = stdout, .first = true };
-	struct script sc = { .c = &c, .srcline = true };
+	struct pg_script_opts so = { .sz = sizeof(so) };
+	struct pg_script_stats ss = { .sz = sizeof(ss) };
+	pg_script_rewriter *rw = NULL;
 	bool quiet = false, script = false, use_stdin = false, json_open = false;
 	char **addrs;
 	size_t naddrs = 0, ndumps = 0;
@@ -454,10 +311,10 @@ int cmd_symbolize(int argc, char **argv)
 			break;
 		}
 		case OPT_SCRIPT: script = true; break;
-		case OPT_NO_SRCLINE: sc.srcline = false; break;
-		case OPT_FULL_PATH: sc.full_path = true; break;
-		case OPT_SYMOFF: sc.symoff = SYMOFF_ON; break;
-		case OPT_NO_SYMOFF: sc.symoff = SYMOFF_OFF; break;
+		case OPT_NO_SRCLINE: so.no_srcline = true; break;
+		case OPT_FULL_PATH: so.full_source_path = true; break;
+		case OPT_SYMOFF: so.symoff = PG_SCRIPT_SYMOFF_ON; break;
+		case OPT_NO_SYMOFF: so.symoff = PG_SCRIPT_SYMOFF_OFF; break;
 		case 'q': quiet = true; break;
 		case 'v': w.verbose++; break;
 		case 'h': do_help(stdout); return 0;
@@ -523,7 +380,12 @@ int cmd_symbolize(int argc, char **argv)
 		goto out;
 	}
 	if (script) {
-		ret = perf_script(&sc);
+		so.use_pid = c.pid != PG_SYM_ANY_PID;
+		so.pid = c.pid;
+		if ((ret = pg_script_rewriter_new(c.sym, &so, &rw)) == 0)
+			ret = perf_script(rw, c.out);
+		if (rw)
+			pg_script_rewriter_stats(rw, &ss);
 	} else {
 		static struct pending pend;
 
@@ -556,7 +418,7 @@ int cmd_symbolize(int argc, char **argv)
 	if (script) {
 		fprintf(stderr, "perfgraft symbolize: %" PRIu64 " unresolved frames, %" PRIu64
 				" named from %zu dump%s, %" PRIu64 " left unknown (?" "?)\n",
-			sc.frames, sc.named, ndumps, ndumps == 1 ? "" : "s", sc.left);
+			ss.frames, ss.named, ndumps, ndumps == 1 ? "" : "s", ss.left);
 	} else {
 		fprintf(stderr, "perfgraft symbolize: %" PRIu64 " address%s, %" PRIu64
 				" unknown (?" "?), %" PRIu64 " without a source line",
@@ -575,6 +437,7 @@ out:
 		fflush(stdout);
 	}
 	cli_warnings_free(&w);
+	pg_script_rewriter_free(rw);
 	pg_symbolizer_free(c.sym);
 	free(addrs);
 	return status;

@@ -15,6 +15,7 @@
 #include <perfgraft/jitdump.h>
 #include <perfgraft/symbolize.h>
 #include "jitdump/recover.h"
+#include "symbolize/script.h"
 #include "util/util.h"
 
 #define NO_FILE UINT32_MAX
@@ -87,6 +88,11 @@ int pg_symbolizer_new(struct pg_diag *diag, pg_symbolizer **out)
 		return pg_err(diag, -ENOMEM, "out of memory");
 	(*out)->diag = diag;
 	return 0;
+}
+
+struct pg_diag *pg_sym_diag(pg_symbolizer *s)
+{
+	return s->diag;
 }
 
 void pg_symbolizer_free(pg_symbolizer *s)

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: MIT */
+/* perf script output with the JIT frames named: the rewriter behind
+ * `perfgraft symbolize --perf-script`. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <perfgraft/symbolize.h>
+#include "symbolize/script.h"
+#include "util/util.h"
+
+struct pg_script_rewriter {
+	pg_symbolizer *sym;
+	struct pg_script_opts o;
+	bool symoff_seen;	/* auto: decided from a resolved frame */
+	/* the last sample header's */
+	uint32_t pid;
+	bool has_pid;
+	uint64_t time;
+	uint64_t frames, named, left;
+};
+
+/* Copies a caller's sized struct (the libbpf OPTS idiom): fields the
+ * caller does not know read as zero; fields it knows and we do not must be
+ * zero, or the caller asks for something this library cannot do. */
+static int copy_sized(void *dst, size_t dst_size, const void *src, size_t src_size)
+{
+	memset(dst, 0, dst_size);
+	if (!src)
+		return 0;
+	if (src_size < sizeof(size_t))
+		return -EINVAL;
+	for (size_t i = dst_size; i < src_size; i++)
+		if (((const unsigned char *)src)[i])
+			return -EINVAL;
+	memcpy(dst, src, src_size < dst_size ? src_size : dst_size);
+	return 0;
+}
+
+int pg_script_rewriter_new(pg_symbolizer *s, const struct pg_script_opts *opts,
+			   pg_script_rewriter **out)
+{
+	struct pg_script_rewriter *r;
+
+	*out = NULL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return pg_err(pg_sym_diag(s), -ENOMEM, "out of memory");
+	if (copy_sized(&r->o, sizeof(r->o), opts, opts ? opts->sz : 0) < 0 ||
+	    r->o.symoff > PG_SCRIPT_SYMOFF_OFF) {
+		free(r);
+		return pg_err(pg_sym_diag(s), -EINVAL, "perf script rewriter: options this "
+			      "library does not know (sz %zu)", opts->sz);
+	}
+	r->o.sz = sizeof(r->o);
+	r->sym = s;
+	*out = r;
+	return 0;
+}
+
+void pg_script_rewriter_free(pg_script_rewriter *r)
+{
+	free(r);
+}
+
+void pg_script_rewriter_stats(const pg_script_rewriter *r, struct pg_script_stats *st)
+{
+	struct pg_script_stats v = { .sz = st->sz, .frames = r->frames, .named = r->named,
+				     .left = r->left };
+
+	memcpy(st, &v, st->sz < sizeof(v) ? st->sz : sizeof(v));
+}
+
+/* A resolved frame tells whether perf printed symbol offsets:
+ * "<hex> sym+0x1f (dso)" or "<hex> sym (dso)", on a call-chain line or
+ * at the end of a sample line (-G, or a recording without -g). */
+static void learn_symoff(struct pg_script_rewriter *r, const char *l, size_t n)
+{
+	size_t end = n, open, sym_end;
+	const char *p;
+
+	if (r->o.symoff != PG_SCRIPT_SYMOFF_AUTO || r->symoff_seen)
+		return;
+	while (end && (l[end - 1] == '\n' || l[end - 1] == '\r' || l[end - 1] == ' '))
+		end--;
+	if (!pg_script_dso(l, end, &open) || open < 2)
+		return;
+	sym_end = open - 1;
+	if (sym_end >= 9 && !memcmp(l + sym_end - 9, "[unknown]", 9))
+		return;
+	r->symoff_seen = true;
+	for (p = l + sym_end - 1; p > l && ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')); p--)
+		;
+	r->o.symoff = (p - l >= 2 && p[0] == 'x' && p[-1] == '0' && p[-2] == '+') ?
+		PG_SCRIPT_SYMOFF_ON : PG_SCRIPT_SYMOFF_OFF;
+}
+
+int pg_script_rewrite_line(pg_script_rewriter *r, const char *l, size_t n, FILE *f)
+{
+	struct pg_script_line pl;
+	struct pg_sym sym;
+	uint32_t pid;
+	int found;
+
+	learn_symoff(r, l, n);
+	if (!pg_script_parse_line(l, n, &pl) || (pl.header && !pl.frame)) {
+		if (pl.header) {
+			r->time = pl.time;
+			r->has_pid = pl.has_pid;
+			r->pid = pl.pid;
+		}
+		fwrite_unlocked(l, 1, n, f);
+		return 0;
+	}
+	if (pl.header) {
+		r->time = pl.time;
+		r->has_pid = pl.has_pid;
+		r->pid = pl.pid;
+	}
+	r->frames++;
+	/* a pid without a dump (or a tid, from -F tid): any dump may know it */
+	pid = r->has_pid && pg_symbolizer_has_pid(r->sym, r->pid) ? r->pid : PG_SYM_ANY_PID;
+	if (r->o.use_pid)
+		pid = r->o.pid;
+	found = pg_symbolize(r->sym, pid, pl.addr, r->time ? r->time : PG_SYM_TIME_END, &sym);
+	if (found < 0)
+		return found;
+	if (!found) {
+		r->left++;
+		fwrite_unlocked(l, 1, n, f);
+		return 0;
+	}
+	r->named++;
+	fwrite_unlocked(l, 1, pl.sym_at, f);
+	pg_put_text(f, sym.name);
+	if (r->o.symoff != PG_SCRIPT_SYMOFF_OFF) {
+		putc_unlocked('+', f);
+		pg_put_hex(f, sym.offset);
+	}
+	if (pl.has_dso) {
+		size_t tail = pl.dso_at + pl.dso_len;
+
+		fputs_unlocked(" (", f);
+		pg_put_text(f, sym.dump);
+		fwrite_unlocked(l + tail, 1, n - tail, f);
+	} else {
+		size_t tail = pl.sym_at + pl.sym_len;
+
+		fwrite_unlocked(l + tail, 1, n - tail, f);
+	}
+	if (n && l[n - 1] != '\n')
+		putc_unlocked('\n', f);
+	if (!r->o.no_srcline && sym.file) {
+		/* perf script -F +srcline: the line below the frame, the file's
+		 * base name unless full_source_path */
+		const char *base = strrchr(sym.file, '/');
+
+		fputs_unlocked("  ", f);
+		pg_put_text(f, r->o.full_source_path || !base ? sym.file : base + 1);
+		putc_unlocked(':', f);
+		pg_put_dec(f, sym.line);
+		putc_unlocked('\n', f);
+	}
+	return 1;
+}
