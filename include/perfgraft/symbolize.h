@@ -213,6 +213,28 @@ int pg_script_rewrite_line(pg_script_rewriter *r, const char *line, size_t len, 
 void pg_script_rewriter_stats(const pg_script_rewriter *r, struct pg_script_stats *st);
 void pg_script_rewriter_free(pg_script_rewriter *r);
 
+/* ---- perf maps ----
+ * pg_perfmap_write() writes the code live at time (PG_SYM_TIME_END: at
+ * the end of the dumps) in pid's address space (PG_SYM_ANY_PID: the first
+ * pid added) as the text of /tmp/perf-PID.map: "START SIZE NAME" a line,
+ * hex without 0x, in address order.  A map has no time, so where the JIT
+ * reused an address only the code live then is written, and no two lines
+ * overlap (perf's lookup is undefined for overlapping lines): a function
+ * partly replaced by later code gives a line per piece still live.  A
+ * newline in a name is written as a blank.  st (NULL: not wanted, else
+ * st->sz set) gets the counts.  Returns 0 or a negative errno (message in
+ * the symbolizer's pg_diag); write errors are left in out's error
+ * indicator.  Only reads s: the same threads rule as pg_symbolizer_live. */
+struct pg_perfmap_stats {
+	size_t sz;		/* set by the caller: sizeof(struct pg_perfmap_stats) */
+	uint64_t lines;
+	uint64_t pieces_cut;	/* lines that are a piece of a function, not all of it */
+	uint64_t short_names;	/* names shorter than 3 bytes: perf 6.1 skips
+				 * such lines */
+};
+int pg_perfmap_write(pg_symbolizer *s, uint32_t pid, uint64_t time, FILE *out,
+		     struct pg_perfmap_stats *st);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* perfgraft perf-map: a jitdump's code as the text perf-PID.map that perf
- * (and every tool that only reads perf maps) looks up JIT addresses in. */
+ * (and every tool that only reads perf maps) looks up JIT addresses in.
+ * The map is the library's (pg_perfmap_write); here are the options, the
+ * output file and the summary. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -32,40 +34,6 @@ static void do_help(FILE *f)
 		   "  -h, --help          this text\n");
 }
 
-struct writer {
-	FILE *f;
-	pg_symbolizer *sym;
-	uint32_t pid;
-	uint64_t time;
-	uint64_t lines, pieces_cut, short_names;
-};
-
-/* A newline in a name would start a bogus line; perf splits the line at
- * the second blank and takes the rest, blanks included, as the name. */
-static void put_name(FILE *f, const char *s)
-{
-	for (; *s; s++)
-		putc_unlocked(*s == '\n' || *s == '\r' ? ' ' : *s, f);
-}
-
-static int write_line(void *ctx, const struct pg_sym *sym)
-{
-	struct writer *w = ctx;
-	struct pg_sym whole;
-
-	/* a piece is cut when it is not the whole function */
-	if (sym->offset || (pg_symbolize(w->sym, w->pid, sym->start, w->time, &whole) == 1 &&
-			    whole.size != sym->size))
-		w->pieces_cut++;
-	if (strlen(sym->name) < 3)
-		w->short_names++;
-	fprintf(w->f, "%" PRIx64 " %" PRIx64 " ", sym->start, sym->size);
-	put_name(w->f, sym->name);
-	putc_unlocked('\n', w->f);
-	w->lines++;
-	return 0;
-}
-
 int cmd_perf_map(int argc, char **argv)
 {
 	enum { OPT_TIME = 256 };
@@ -79,7 +47,8 @@ int cmd_perf_map(int argc, char **argv)
 	};
 	struct cli_warnings cw = { 0 };
 	struct pg_symbolizer_stats st;
-	struct writer w = { 0 };
+	struct pg_perfmap_stats ms = { .sz = sizeof(ms) };
+	FILE *f = NULL;
 	struct pg_outfile of = { .fd = -1 };
 	struct pg_diag diag;
 	pg_symbolizer *sym = NULL;
@@ -131,7 +100,7 @@ int cmd_perf_map(int argc, char **argv)
 		output = defname;
 	to_stdout = !strcmp(output, "-");
 	if (to_stdout) {
-		w.f = stdout;
+		f = stdout;
 	} else {
 		char *d = strdup(output), *b = strdup(output);
 
@@ -140,11 +109,11 @@ int cmd_perf_map(int argc, char **argv)
 			cli_error("%s: %s", output, strerror(d ? errno : ENOMEM));
 		else if (!b || pg_outfile_open(&of, dirfd, basename(b), &diag) < 0)
 			cli_error("%s", b ? diag.err : "out of memory");
-		else if (!(w.f = fdopen(of.fd, "w")))
+		else if (!(f = fdopen(of.fd, "w")))
 			cli_error("%s: %s", output, strerror(errno));
 		free(d);
 		free(b);
-		if (!w.f) {
+		if (!f) {
 			pg_outfile_abort(&of);
 			if (dirfd >= 0)
 				close(dirfd);
@@ -153,25 +122,22 @@ int cmd_perf_map(int argc, char **argv)
 		}
 		of.fd = -1;	/* the FILE owns it now */
 	}
-	w.sym = sym;
-	w.pid = pid;
-	w.time = time;
-	ret = pg_symbolizer_live(sym, pid, time, write_line, &w);
+	ret = pg_perfmap_write(sym, pid, time, f, &ms);
 	if (ret < 0) {
 		cli_error("%s", diag.err);
 		status = EXIT_BADINPUT;
 	}
-	if (fflush(w.f) || ferror(w.f)) {
+	if (fflush(f) || ferror(f)) {
 		cli_error("writing %s failed: %s", output, strerror(errno));
 		status = EXIT_BADINPUT;
 	}
 	if (!to_stdout) {
-		if (!status && fsync(fileno(w.f)) < 0 && errno != EINVAL) {
+		if (!status && fsync(fileno(f)) < 0 && errno != EINVAL) {
 			cli_error("writing %s failed: %s", output, strerror(errno));
 			status = EXIT_BADINPUT;
 		}
-		of.fd = dup(fileno(w.f));
-		fclose(w.f);
+		of.fd = dup(fileno(f));
+		fclose(f);
 		if (status || of.fd < 0)
 			pg_outfile_abort(&of);
 		else if (pg_outfile_commit(&of, &diag) < 0) {
@@ -181,17 +147,17 @@ int cmd_perf_map(int argc, char **argv)
 	}
 	if (dirfd >= 0)
 		close(dirfd);
-	if (w.short_names)
+	if (ms.short_names)
 		pg_warn(&diag, "%" PRIu64 " function name%s shorter than 3 bytes: perf 6.1 skips such map lines",
-			w.short_names, w.short_names == 1 ? " is" : "s are");
+			ms.short_names, ms.short_names == 1 ? " is" : "s are");
 	cli_warnings_flush(&cw);
 	pg_symbolizer_stats(sym, &st);
 	if (!quiet && !status)
 		fprintf(stderr, "perfgraft perf-map: %s: %" PRIu64 " lines from %" PRIu64
 				" placements (%" PRIu64 " LOAD, %" PRIu64 " MOVE), %" PRIu64
 				" of them pieces of functions that later code partly replaced\n",
-			to_stdout ? "stdout" : output, w.lines, st.loads + st.moves, st.loads,
-			st.moves, w.pieces_cut);
+			to_stdout ? "stdout" : output, ms.lines, st.loads + st.moves, st.loads,
+			st.moves, ms.pieces_cut);
 	pg_symbolizer_free(sym);
 	return status;
 }
