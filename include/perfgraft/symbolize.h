@@ -196,9 +196,13 @@ struct pg_script_stats {
 typedef struct pg_script_rewriter pg_script_rewriter;
 
 /* A rewriter over s, which it uses but does not own: s must outlive it and
- * have all its dumps added.  opts NULL gives the defaults; its sz must be
- * nonzero and fields beyond sz read as zero.  Returns 0, or -EINVAL (bad
- * opts) or -ENOMEM, with *out NULL. */
+ * have all its dumps added.  opts is copied; NULL gives the defaults.
+ * opts->sz is the caller's sizeof(struct pg_script_opts): fields past it
+ * read as zero, and bytes past this library's struct must be zero.
+ * Returns 0, or -EINVAL (opts it cannot honour) or -ENOMEM with the
+ * message in the symbolizer's pg_diag, *out NULL.  Threads: a rewriter is
+ * used by one thread at a time; rewriters on one frozen symbolizer may
+ * run in parallel. */
 int pg_script_rewriter_new(pg_symbolizer *s, const struct pg_script_opts *opts,
 			   pg_script_rewriter **out);
 /* Rewrites one line of perf script output (len bytes, with its newline if
