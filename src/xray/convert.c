@@ -1127,6 +1127,9 @@ int pg_xray_convert(const struct pg_xray_opts *o, struct pg_diag *diag,
 		if (stat(cv.bin->path, &cv.bin_st) < 0)
 			memset(&cv.bin_st, 0, sizeof(cv.bin_st));
 		slash = strrchr(cv.bin->path, '/');
+		/* cleared first: the COMM record carries the padding after
+		 * the NUL, which must not be the tail of "xray" */
+		memset(cv.comm, 0, sizeof(cv.comm));
 		snprintf(cv.comm, sizeof(cv.comm), "%s", slash ? slash + 1 : cv.bin->path);
 	}
 	if ((ret = pg_pdw_open(o->output, &wo, diag, &cv.w)) < 0)
