@@ -13,6 +13,7 @@
 #include <gelf.h>
 
 #include <perfgraft/elfimage.h>
+#include "perfdata/synth.h"
 #include "util/util.h"
 
 static int failures, checks;
@@ -301,9 +302,66 @@ static void test_image_lines(bool be)
 	rm_dir(dir);
 }
 
+/* The synthesizer in either byte order: a tracepoint SAMPLE and a call
+ * chain SAMPLE byte for byte, field offsets, and overflow of a small buffer. */
+static void test_synth(bool be)
+{
+	uint8_t buf[256], tiny[16];
+	struct pg_rec r = { .p = buf, .cap = sizeof(buf), .big_endian = be };
+	struct pg_synth_sample s = { .id = 7, .ip = 0x1122, .pid = 3, .tid = 4, .time = 99,
+				     .cpu = 1, .period = 10 };
+	uint64_t st = PG_SAMPLE_IDENTIFIER | PG_SAMPLE_IP | PG_SAMPLE_TID | PG_SAMPLE_TIME |
+		      PG_SAMPLE_CPU | PG_SAMPLE_RAW;
+	size_t raw;
+	uint8_t *p;
+#define U16(v) (uint16_t)(be ? bswap_16(v) : (v))
+#define U32(v) (uint32_t)(be ? bswap_32(v) : (v))
+#define U64(v) (uint64_t)(be ? bswap_64(v) : (v))
+	struct __attribute__((packed)) {
+		uint32_t type; uint16_t misc, size;
+		uint64_t id, ip; uint32_t pid, tid; uint64_t time; uint32_t cpu, res;
+		uint32_t raw_size; uint16_t common_type; uint8_t flags, preempt;
+		uint32_t common_pid; uint32_t field, loc; char name[3]; uint8_t pad[1];
+	} tp = {
+		U32(PG_PERF_RECORD_SAMPLE), U16(PG_PERF_RECORD_MISC_USER), U16(sizeof(tp)),
+		U64(7), U64(0x1122), U32(3), U32(4), U64(99), U32(1), 0,
+		U32(20), U16(42), 0, 0, U32(4), U32(5), U32(3u << 16 | 16), "ab", { 0 },
+	};
+
+	pg_synth_sample_start(&r, st, PG_PERF_RECORD_MISC_USER, &s);
+	raw = pg_synth_tp_start(&r, 42, 4);
+	pg_rec_u32(&r, 5);
+	pg_rec_u32(&r, 0);
+	pg_synth_tp_dyn(&r, raw, 12, "ab", 2, true);
+	pg_synth_raw_end(&r, raw);
+	CHECK(pg_rec_end(&r) == 0 && r.len == sizeof(tp) && !memcmp(buf, &tp, sizeof(tp)),
+	      "tracepoint sample (%s)", be ? "be" : "le");
+	CHECK(raw == 48 && pg_synth_sample_offset(st, PG_SAMPLE_TIME) == 32,
+	      "field offsets");
+
+	st = PG_SAMPLE_IP | PG_SAMPLE_TID | PG_SAMPLE_PERIOD | PG_SAMPLE_CALLCHAIN;
+	pg_synth_sample_start(&r, st, 0, &s);
+	p = pg_synth_chain(&r, 2);
+	p = pg_rec_st64(p, PG_PERF_CONTEXT_USER, be);
+	pg_rec_st64(p, 0x1122, be);
+	CHECK(pg_rec_end(&r) == 0 && r.len == 8 + 24 + 24, "chain sample size");
+	pg_rec_put64(&r, pg_synth_sample_offset(st, PG_SAMPLE_PERIOD), 11);
+	CHECK(!memcmp(buf + 24, &(uint64_t){ U64(11) }, 8) &&
+	      !memcmp(buf + 32, &(uint64_t){ U64(2) }, 8), "period patched, nr");
+
+	r = (struct pg_rec){ .p = tiny, .cap = sizeof(tiny), .big_endian = be };
+	pg_synth_comm(&r, 1, 1, "abcdefghijklmnopq", 0, 0, NULL);
+	CHECK(pg_rec_end(&r) == -E2BIG && r.overflow, "overflow is an error");
+#undef U16
+#undef U32
+#undef U64
+}
+
 int main(void)
 {
 	test_encoders();
+	test_synth(false);
+	test_synth(true);
 	test_reader(false);
 	test_reader(true);
 	test_image_lines(false);

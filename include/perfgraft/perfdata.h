@@ -53,10 +53,23 @@ enum {
 	PG_FEAT_TRACING_DATA = 1,
 	PG_FEAT_BUILD_ID = 2,
 	PG_FEAT_HOSTNAME = 3,
+	PG_FEAT_OSRELEASE = 4,
+	PG_FEAT_VERSION = 5,
+	PG_FEAT_ARCH = 6,
+	PG_FEAT_CPUDESC = 8,
+	PG_FEAT_CPUID = 9,
 	PG_FEAT_EVENT_DESC = 12,
 	PG_FEAT_COMPRESSED = 27,
 	PG_FEAT_MAX = 256,
 };
+
+/* perf_event_attr.type and the software counter perfgraft samples with */
+#define PG_PERF_TYPE_SOFTWARE 1u
+#define PG_PERF_TYPE_TRACEPOINT 2u
+#define PG_PERF_COUNT_SW_CPU_CLOCK 0u
+
+/* call-chain marker: the addresses after it are user space */
+#define PG_PERF_CONTEXT_USER ((uint64_t)-512)
 
 #define PG_SAMPLE_IP (1u << 0)
 #define PG_SAMPLE_TID (1u << 1)
@@ -77,6 +90,7 @@ enum {
 #define PG_ATTR_COMM (1ull << 9)
 #define PG_ATTR_SAMPLE_ID_ALL (1ull << 18)
 #define PG_ATTR_MMAP2 (1ull << 23)
+#define PG_ATTR_USE_CLOCKID (1ull << 25)
 
 /* perf_event_header.misc: where a sample or map comes from */
 #define PG_PERF_RECORD_MISC_KERNEL 1u

@@ -16,6 +16,7 @@
 #include <zstd.h>
 
 #include <perfgraft/perfdata.h>
+#include "perfdata/synth.h"
 #include "util/util.h"
 
 #define OUT_BUF (1u << 16)
@@ -649,57 +650,25 @@ int pg_pdw_build_id(pg_pdw *w, int32_t pid, uint16_t misc, const uint8_t *id,
 
 int pg_pdw_mmap2(pg_pdw *w, const struct pg_pd_attr *a, const struct pg_pdw_mmap2 *m)
 {
-	struct pg_buf b = { .big_endian = w->big_endian };
 	size_t nlen = pg_align(strlen(m->filename) + 1, 8);
-	uint64_t st = a ? a->sample_type : 0;
-	bool trailer = a && a->sample_id_all;
-	size_t size = 72 + nlen;
+	uint64_t st = a && a->sample_id_all ? a->sample_type : 0;
+	const struct pg_synth_sample sid = { .pid = m->pid, .tid = m->tid, .time = m->time,
+					     .id = m->id, .cpu = m->cpu };
+	size_t size = 72 + nlen + 8 * (!!(st & PG_SAMPLE_TID) + !!(st & PG_SAMPLE_TIME) +
+				       !!(st & PG_SAMPLE_ID) + !!(st & PG_SAMPLE_STREAM_ID) +
+				       !!(st & PG_SAMPLE_CPU) + !!(st & PG_SAMPLE_IDENTIFIER));
+	struct pg_rec r = { .cap = size, .big_endian = w->big_endian };
 	int ret;
 
-	if (trailer)
-		size += 8 * (!!(st & PG_SAMPLE_TID) + !!(st & PG_SAMPLE_TIME) +
-			     !!(st & PG_SAMPLE_ID) + !!(st & PG_SAMPLE_STREAM_ID) +
-			     !!(st & PG_SAMPLE_CPU) + !!(st & PG_SAMPLE_IDENTIFIER));
-	if (size > UINT16_MAX)
+	if (size > PG_REC_MAX)
 		return pg_err(w->diag, -EINVAL, "file name too long for an MMAP2 record: %s", m->filename);
-	rec_hdr(&b, PG_PERF_RECORD_MMAP2, 2 /* PERF_RECORD_MISC_USER */, (uint16_t)size);
-	pg_buf_u32(&b, m->pid);
-	pg_buf_u32(&b, m->tid);
-	pg_buf_u64(&b, m->start);
-	pg_buf_u64(&b, m->len);
-	pg_buf_u64(&b, m->pgoff);
-	pg_buf_u32(&b, m->maj);
-	pg_buf_u32(&b, m->min);
-	pg_buf_u64(&b, m->ino);
-	pg_buf_u64(&b, m->ino_generation);
-	pg_buf_u32(&b, m->prot);
-	pg_buf_u32(&b, m->flags);
-	if (pg_buf_reserve(&b, nlen)) {
-		memset(b.p + b.len, 0, nlen);
-		strcpy((char *)b.p + b.len, m->filename);
-		b.len += nlen;
-	}
-	if (trailer) {
-		if (st & PG_SAMPLE_TID) {
-			pg_buf_u32(&b, m->pid);
-			pg_buf_u32(&b, m->tid);
-		}
-		if (st & PG_SAMPLE_TIME)
-			pg_buf_u64(&b, m->time);
-		if (st & PG_SAMPLE_ID)
-			pg_buf_u64(&b, m->id);
-		if (st & PG_SAMPLE_STREAM_ID)
-			pg_buf_u64(&b, 0);
-		if (st & PG_SAMPLE_CPU) {
-			pg_buf_u32(&b, m->cpu);
-			pg_buf_u32(&b, 0);
-		}
-		if (st & PG_SAMPLE_IDENTIFIER)
-			pg_buf_u64(&b, m->id);
-	}
+	if (!(r.p = malloc(size)))
+		return pg_err(w->diag, -ENOMEM, "out of memory");
+	pg_synth_mmap2(&r, m, st, &sid);
 	w->data_started = true;
-	ret = b.oom ? pg_err(w->diag, -ENOMEM, "out of memory") : dout(w, b.p, b.len);
-	pg_buf_free(&b);
+	ret = pg_rec_end(&r) < 0 ? pg_err(w->diag, -EINVAL, "internal: MMAP2 of %zu bytes", r.len)
+				 : dout(w, r.p, r.len);
+	free(r.p);
 	return ret;
 }
 
