@@ -25,9 +25,9 @@
 
 #include <perfgraft/gperf.h>
 #include <perfgraft/perfdata.h>
+#include "perfdata/synth.h"
 #include "util/util.h"
 
-#define PERF_CONTEXT_USER ((uint64_t)-512)
 #define ROUND_EVENTS 65536
 #define T0 1000000000ull		/* mappings at 1 s; samples after */
 #define USER_MAX 0x7fffffffffffffffull	/* perl pprof skips frames above */
@@ -40,19 +40,9 @@ struct conv {
 	struct pg_gperf_convert_stats *st;
 	pg_gperf *g;
 	pg_pdw *w;
-	struct pg_buf rec;
-	uint64_t since_round;
+	struct pg_synth syn;
+	struct pg_rec rec;	/* one record (PG_REC_MAX + 1 bytes) */
 };
-
-static int put_round(struct conv *cv, bool force)
-{
-	static const uint8_t fr[8] = { PG_PERF_RECORD_FINISHED_ROUND, 0, 0, 0, 0, 0, 8, 0 };
-
-	if (!force && ++cv->since_round < ROUND_EVENTS)
-		return 0;
-	cv->since_round = 0;
-	return pg_pdw_write(cv->w, fr, sizeof(fr), NULL, 0);
-}
 
 /* The path perf should open: the first --map rule whose prefix matches at
  * a component boundary, else --root prepended; pseudo paths ([vdso]) and
@@ -118,46 +108,28 @@ static uint32_t pid_from_name(const char *file)
 
 static int write_header(struct conv *cv)
 {
-	struct pg_buf b = { 0 };
-	uint64_t flags = PG_ATTR_EXCLUDE_KERNEL | PG_ATTR_EXCLUDE_HV | PG_ATTR_MMAP |
-			 PG_ATTR_COMM | PG_ATTR_SAMPLE_ID_ALL | PG_ATTR_MMAP2;
-	uint64_t id = 1;
-	int ret;
+	static const uint64_t id = 1;
+	const struct pg_synth_attr a = {
+		.type = PG_PERF_TYPE_SOFTWARE, .config = PG_PERF_COUNT_SW_CPU_CLOCK,
+		.period = cv->st->period_ns, .sample_type = SAMPLE_TYPE,
+		.flags = PG_ATTR_EXCLUDE_KERNEL | PG_ATTR_EXCLUDE_HV | PG_ATTR_MMAP |
+			 PG_ATTR_COMM | PG_ATTR_SAMPLE_ID_ALL | PG_ATTR_MMAP2,
+		.ids = &id, .nr_ids = 1,
+	};
 
-	pg_buf_u32(&b, 1);			/* PERF_TYPE_SOFTWARE */
-	pg_buf_u32(&b, 128);
-	pg_buf_u64(&b, 0);			/* cpu-clock */
-	pg_buf_u64(&b, cv->st->period_ns);
-	pg_buf_u64(&b, SAMPLE_TYPE);
-	pg_buf_u64(&b, 0);			/* read_format */
-	pg_buf_u64(&b, flags);
-	while (b.len < 128)
-		pg_buf_u8(&b, 0);
-	ret = b.oom ? pg_err(cv->diag, -ENOMEM, "out of memory")
-		    : pg_pdw_add_attr(cv->w, b.p, 128, &id, 1);
-	pg_buf_free(&b);
-	return ret;
+	return pg_synth_attrs(&cv->syn, &a, 1);
 }
 
 static int write_comm(struct conv *cv)
 {
-	struct pg_buf *b = &cv->rec;
-	char comm[16] = { 0 };
+	const struct pg_synth_sample sid = { .pid = cv->st->pid, .tid = cv->st->pid, .time = T0 };
 
-	memcpy(comm, cv->st->comm, sizeof(comm) - 1);
-	b->len = 0;
-	pg_buf_u32(b, PG_PERF_RECORD_COMM);
-	pg_buf_u16(b, 0);
-	pg_buf_u16(b, 8 + 8 + 16 + 16);
-	pg_buf_u32(b, cv->st->pid);
-	pg_buf_u32(b, cv->st->pid);
-	pg_buf_add(b, comm, 16);
-	pg_buf_u32(b, cv->st->pid);		/* sample_id: TID, TIME */
-	pg_buf_u32(b, cv->st->pid);
-	pg_buf_u64(b, T0);
-	if (b->oom)
-		return pg_err(cv->diag, -ENOMEM, "out of memory");
-	return pg_pdw_write(cv->w, b->p, b->len, NULL, 0);
+	/* the whole comm[16], not perf's 8-byte rounding: what this
+	 * converter has always written */
+	pg_synth_comm(&cv->rec, cv->st->pid, cv->st->pid, cv->st->comm, 16, SAMPLE_TYPE, &sid);
+	if (pg_rec_end(&cv->rec) < 0)
+		return pg_err(cv->diag, -EINVAL, "internal: COMM record too large");
+	return pg_pdw_write(cv->w, cv->rec.p, cv->rec.len, NULL, 0);
 }
 
 static int write_mmaps(struct conv *cv)
@@ -201,65 +173,63 @@ static int write_mmaps(struct conv *cv)
 	return ret;
 }
 
+static bool drop_pc(uint64_t pc)
+{
+	return pc == 0 || pc > USER_MAX;
+}
+
 static int write_samples(struct conv *cv)
 {
-	struct pg_buf *b = &cv->rec;
+	struct pg_rec *r = &cv->rec;
 	uint64_t t = T0, period = cv->st->period_ns;
+	size_t time_at = pg_synth_sample_offset(SAMPLE_TYPE, PG_SAMPLE_TIME);
 	bool weighted = cv->st->weighted;
 	int ret = 0;
 
 	for (size_t i = 0; !ret && i < pg_gperf_stack_count(cv->g); i++) {
 		const struct pg_gperf_stack *s = pg_gperf_stack(cv->g, i);
-		size_t nr_at, time_at, n = 0;
-
-		b->len = 0;
-		pg_buf_u32(b, PG_PERF_RECORD_SAMPLE);
-		pg_buf_u16(b, PG_PERF_RECORD_MISC_USER);
-		pg_buf_u16(b, 0);			/* size, below */
-		pg_buf_u64(b, 0);			/* ip, below */
-		pg_buf_u32(b, cv->st->pid);
-		pg_buf_u32(b, cv->st->pid);
-		time_at = b->len;
-		pg_buf_u64(b, 0);
 		/* the caller checked that every count x period fits */
-		pg_buf_u64(b, weighted ? s->count * period : period);
-		nr_at = b->len;
-		pg_buf_u64(b, 0);
-		pg_buf_u64(b, PERF_CONTEXT_USER);
+		struct pg_synth_sample smp = {
+			.pid = cv->st->pid, .tid = cv->st->pid,
+			.period = weighted ? s->count * period : period,
+		};
+		size_t nr_at, n = 0;
+
+		for (uint32_t k = 0; k < s->depth; k++)	/* IP: the first frame kept */
+			if (!drop_pc(s->pcs[k])) {
+				smp.ip = k ? s->pcs[k] - 1 : s->pcs[k];
+				break;
+			}
+		pg_synth_sample_start(r, SAMPLE_TYPE, PG_PERF_RECORD_MISC_USER, &smp);
+		nr_at = pg_synth_chain_start(r);
+		pg_rec_u64(r, PG_PERF_CONTEXT_USER);
 		for (uint32_t k = 0; k < s->depth; k++) {
 			uint64_t pc = s->pcs[k];
 
-			if (pc == 0 || pc > USER_MAX) {
+			if (drop_pc(pc)) {
 				cv->st->dropped_frames += s->count;
 				continue;
 			}
-			pg_buf_u64(b, k ? pc - 1 : pc);
-			if (!n++)
-				pg_buf_put64(b, 8, k ? pc - 1 : pc);
+			pg_rec_u64(r, k ? pc - 1 : pc);
+			n++;
 		}
 		if (!n) {
 			cv->st->dropped_samples += s->count;
 			continue;
 		}
-		if (b->oom)
-			return pg_err(cv->diag, -ENOMEM, "out of memory");
-		if (b->len > UINT16_MAX)	/* cannot happen: <= 65536 PCs... */
+		pg_synth_chain_end(r, nr_at);
+		if (pg_rec_end(r) < 0)	/* cannot happen: the reader caps a stack at 1016 PCs */
 			return pg_err(cv->diag, -EINVAL, "%s: offset %llu: a stack of %u PCs does not fit a perf record",
 				      cv->o->profile, (unsigned long long)s->offset, s->depth);
-		pg_buf_put64(b, nr_at, n + 1);
-		b->p[6] = (uint8_t)(b->len & 0xff);
-		b->p[7] = (uint8_t)(b->len >> 8);
 		for (uint64_t c = 0; !ret && c < (weighted ? 1 : s->count); c++) {
 			t += weighted ? s->count * period : period;
-			pg_buf_put64(b, time_at, t);
-			ret = pg_pdw_write(cv->w, b->p, b->len, NULL, 0);
-			if (!ret)
-				ret = put_round(cv, false);
+			pg_rec_put64(r, time_at, t);
+			ret = pg_synth_write(&cv->syn, r);
 			cv->st->samples++;
 		}
 		cv->st->ticks += s->count;
 	}
-	return ret ? ret : put_round(cv, true);
+	return ret ? ret : pg_synth_round(&cv->syn);
 }
 
 /* Chooses one SAMPLE per tick or per distinct stack and checks that the
@@ -321,8 +291,16 @@ int pg_gperf_convert(const struct pg_gperf_opts *o, struct pg_diag *diag,
 	if (st->profile.samples && !pg_gperf_mapping_count(cv.g))
 		pg_warn(diag, "%s: no mapped objects: perf will show every address as unknown",
 			o->profile);
+	if (!(cv.rec.p = malloc(PG_REC_MAX + 1))) {
+		ret = pg_err(diag, -ENOMEM, "out of memory");
+		goto out;
+	}
+	cv.rec.cap = PG_REC_MAX + 1;
+	cv.rec.big_endian = wo.big_endian;
 	if ((ret = pg_pdw_open(o->output, &wo, diag, &cv.w)) < 0)
 		goto out;
+	cv.syn = (struct pg_synth){ .w = cv.w, .diag = diag, .big_endian = wo.big_endian,
+				    .round_every = ROUND_EVENTS };
 	if ((ret = write_header(&cv)) < 0 || (ret = write_comm(&cv)) < 0 ||
 	    (ret = write_mmaps(&cv)) < 0 || (ret = write_samples(&cv)) < 0) {
 		pg_pdw_abort(cv.w);
@@ -331,7 +309,7 @@ int pg_gperf_convert(const struct pg_gperf_opts *o, struct pg_diag *diag,
 	st->out_bytes = pg_pdw_bytes(cv.w);
 	ret = pg_pdw_close(cv.w);
 out:
-	pg_buf_free(&cv.rec);
+	free(cv.rec.p);
 	pg_gperf_close(cv.g);
 	return ret;
 }
