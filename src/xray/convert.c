@@ -18,7 +18,6 @@
  *    libtraceevent print named fields.
  * Output is written in time order with periodic FINISHED_ROUNDs; memory is
  * O(threads x depth + functions + trace buffers). */
-#include <endian.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,10 +27,10 @@
 
 #include <perfgraft/perfdata.h>
 #include <perfgraft/xray.h>
+#include "perfdata/synth.h"
 #include "util/util.h"
 #include "xray/events.h"
 
-#define PERF_CONTEXT_USER ((uint64_t)-512)
 #define MAX_CHAIN 1024
 #define ROUND_EVENTS 65536
 #define MAX_PAYLOAD 65000	/* a perf record is at most 64 KiB */
@@ -46,6 +45,14 @@ static const uint32_t tp_ids[NATTRS] = {
 	0, PG_XRAY_EV_ENTRY, PG_XRAY_EV_EXIT, PG_XRAY_EV_TAIL_EXIT, PG_XRAY_EV_CALL_ARGS,
 	PG_XRAY_EV_CUSTOM, PG_XRAY_EV_TYPED, PG_XRAY_EV_FUNCTION,
 };
+/* xray-time samples; the events: no PERIOD, a tracepoint's period is the
+ * attr's sample_period, 1.  Every attr's sample_id trailer: ST_ID. */
+#define ST_TIME (PG_SAMPLE_IDENTIFIER | PG_SAMPLE_IP | PG_SAMPLE_TID | PG_SAMPLE_TIME | \
+		 PG_SAMPLE_CPU | PG_SAMPLE_PERIOD | PG_SAMPLE_CALLCHAIN)
+#define ST_TP (PG_SAMPLE_IDENTIFIER | PG_SAMPLE_IP | PG_SAMPLE_TID | PG_SAMPLE_TIME | \
+	       PG_SAMPLE_CPU | PG_SAMPLE_RAW)
+#define ST_ID (PG_SAMPLE_TID | PG_SAMPLE_TIME | PG_SAMPLE_CPU | PG_SAMPLE_IDENTIFIER)
+
 static const char *const attr_names[NATTRS] = {
 	"xray-time", "xray:function_entry", "xray:function_exit", "xray:tail_exit",
 	"xray:call_args", "xray:custom_event", "xray:typed_event", "xray:function",
@@ -121,10 +128,10 @@ struct conv {
 	uint32_t *pids;		/* processes given an MMAP2 */
 	size_t npids, pcap;
 
-	uint8_t *rb;		/* scratch for one record (RECBUF bytes) */
-	size_t rl;
+	struct pg_synth syn;
+	struct pg_rec rec;	/* one record (RECBUF bytes) */
+	size_t raw_at;		/* RAW of the tracepoint sample in rec */
 	uint64_t last_out;	/* output time never goes back */
-	uint64_t since_round;
 	uint64_t *chain;
 	struct seen seen;
 	bool warned_depth, warned_freq, warned_thin;
@@ -133,40 +140,11 @@ struct conv {
 
 /* ------------------------------------------------------------- encoding */
 
-/* Records are composed in place, little-endian, with bounds kept by
- * construction: every record is under 64 KiB (MAX_CHAIN, MAX_PAYLOAD,
- * MAX_NAME) and the scratch buffer is twice that. */
-static inline void r64(struct conv *cv, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(cv->rb + cv->rl, &v, 8);
-	cv->rl += 8;
-}
-
-static inline void r32(struct conv *cv, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(cv->rb + cv->rl, &v, 4);
-	cv->rl += 4;
-}
-
-static inline void r16(struct conv *cv, uint16_t v)
-{
-	v = htole16(v);
-	memcpy(cv->rb + cv->rl, &v, 2);
-	cv->rl += 2;
-}
-
-static inline void r8(struct conv *cv, uint8_t v)
-{
-	cv->rb[cv->rl++] = v;
-}
-
-static inline void radd(struct conv *cv, const void *p, size_t n)
-{
-	memcpy(cv->rb + cv->rl, p, n);
-	cv->rl += n;
-}
+/* Records are composed in cv->rec by the synthesizer (perfdata/synth.h);
+ * every record is under 64 KiB (MAX_CHAIN, MAX_PAYLOAD, MAX_NAME) and the
+ * buffer is twice that. */
+static inline void r64(struct conv *cv, uint64_t v) { pg_rec_u64(&cv->rec, v); }
+static inline void r32(struct conv *cv, uint32_t v) { pg_rec_u32(&cv->rec, v); }
 
 static uint64_t to_ns(uint64_t tsc, uint64_t freq)
 {
@@ -175,48 +153,17 @@ static uint64_t to_ns(uint64_t tsc, uint64_t freq)
 	return (uint64_t)((unsigned __int128)tsc * 1000000000u / freq);
 }
 
-static int put(struct conv *cv)
-{
-	int ret;
-
-	ret = pg_pdw_write(cv->w, cv->rb, cv->rl, NULL, 0);
-	if (!ret && ++cv->since_round >= ROUND_EVENTS) {
-		uint8_t fr[8] = { PG_PERF_RECORD_FINISHED_ROUND, 0, 0, 0, 0, 0, 8, 0 };
-
-		cv->since_round = 0;
-		ret = pg_pdw_write(cv->w, fr, sizeof(fr), NULL, 0);
-	}
-	return ret;
-}
-
-static void rec_start(struct conv *cv, uint32_t type, uint16_t misc)
-{
-	cv->rl = 0;
-	r32(cv, type);
-	r16(cv, misc);
-	r16(cv, 0);	/* size, set by rec_end */
-}
-
 static int rec_end(struct conv *cv)
 {
-	uint16_t sz;
-
-	if (cv->rl > UINT16_MAX)
-		return pg_err(cv->diag, -EINVAL, "internal: record of %zu bytes", cv->rl);
-	sz = htole16((uint16_t)cv->rl);
-	memcpy(cv->rb + 6, &sz, 2);
-	return put(cv);
+	if (pg_rec_end(&cv->rec) < 0)
+		return pg_err(cv->diag, -EINVAL, "internal: record of %zu bytes", cv->rec.len);
+	return pg_synth_write(&cv->syn, &cv->rec);
 }
 
-/* sample_id trailer shared by every attr: TID, TIME, CPU, IDENTIFIER */
-static void trailer(struct conv *cv, const struct thread *th, uint64_t time, uint64_t id)
+static struct pg_synth_sample sample_of(const struct thread *th, uint64_t time, uint64_t id)
 {
-	r32(cv, th->pid);
-	r32(cv, th->tid);
-	r64(cv, time);
-	r32(cv, th->cpu);
-	r32(cv, 0);
-	r64(cv, id);
+	return (struct pg_synth_sample){ .id = id, .pid = th->pid, .tid = th->tid,
+					 .time = time, .cpu = th->cpu };
 }
 
 static uint64_t out_time(struct conv *cv, uint64_t ns)
@@ -247,51 +194,26 @@ static const char *func_name(struct conv *cv, uint32_t id, char *buf, size_t n)
 	return buf;
 }
 
-/* A tracepoint sample: header fields, then RAW (common header first). */
+/* A tracepoint sample: its fields, then RAW (common fields first). */
 static void tp_start(struct conv *cv, int attr, const struct thread *th, uint64_t ip,
 		     uint64_t time)
 {
-	rec_start(cv, PG_PERF_RECORD_SAMPLE, PG_PERF_RECORD_MISC_USER);
-	r64(cv, (uint64_t)attr + 1);	/* IDENTIFIER */
-	r64(cv, ip);
-	r32(cv, th->pid);
-	r32(cv, th->tid);
-	r64(cv, time);
-	r32(cv, th->cpu);
-	r32(cv, 0);
-	r32(cv, 0);			/* RAW size, set by tp_end */
-	r16(cv, (uint16_t)tp_ids[attr]);	/* common_type */
-	r8(cv, 0);
-	r8(cv, 0);
-	r32(cv, th->tid);			/* common_pid */
+	struct pg_synth_sample smp = sample_of(th, time, (uint64_t)attr + 1);
+
+	smp.ip = ip;
+	pg_synth_sample_start(&cv->rec, ST_TP, PG_PERF_RECORD_MISC_USER, &smp);
+	cv->raw_at = pg_synth_tp_start(&cv->rec, (uint16_t)tp_ids[attr], th->tid);
 }
 
-#define RAW_AT 48	/* offset of the RAW size field in tp_start's layout */
-
-/* Appends a dynamic field's bytes (and a NUL when nul) after the raw data
- * written so far, and points its __data_loc word, at raw offset loc_at,
- * at them. */
+/* A dynamic field, its __data_loc word at raw offset loc_at. */
 static void tp_dyn(struct conv *cv, size_t loc_at, const void *p, size_t n, bool nul)
 {
-	size_t raw0 = RAW_AT + 4;
-	uint32_t loc = htole32((uint32_t)((n + nul) << 16 | (cv->rl - raw0)));
-
-	memcpy(cv->rb + raw0 + loc_at, &loc, 4);
-	radd(cv, p, n);
-	if (nul)
-		r8(cv, 0);
+	pg_synth_tp_dyn(&cv->rec, cv->raw_at, loc_at, p, n, nul);
 }
 
-/* Finishes a tracepoint sample: pads so that the RAW size field plus data
- * stays 8-aligned, and sets the RAW size. */
 static int tp_end(struct conv *cv)
 {
-	uint32_t rs;
-
-	while ((cv->rl - RAW_AT) % 8)
-		r8(cv, 0);
-	rs = htole32((uint32_t)(cv->rl - RAW_AT - 4));
-	memcpy(cv->rb + RAW_AT, &rs, 4);
+	pg_synth_raw_end(&cv->rec, cv->raw_at);
 	return rec_end(cv);
 }
 
@@ -370,12 +292,16 @@ static int ev_entry(struct conv *cv, const struct thread *th, const struct pg_xr
 		    uint64_t time)
 {
 	int ret = ev_function(cv, th, r->func_id, time);
+	bool be = cv->rec.big_endian;
+	uint8_t *p;
 
 	if (ret < 0)
 		return ret;
 	tp_start(cv, ATTR_ENTRY, th, func_addr(cv, r->func_id), time);
-	r32(cv, r->func_id);
-	r32(cv, (uint32_t)th->depth);
+	if ((p = pg_rec_claim(&cv->rec, 8))) {	/* one bounds check for the fields */
+		p = pg_rec_st32(p, r->func_id, be);
+		pg_rec_st32(p, (uint32_t)th->depth, be);
+	}
 	cv->st->events++;
 	return tp_end(cv);
 }
@@ -384,14 +310,18 @@ static int ev_exit(struct conv *cv, const struct thread *th, int attr, uint32_t 
 		   uint64_t dur_ns, size_t depth, uint32_t flags, uint64_t time)
 {
 	int ret = ev_function(cv, th, id, time);
+	bool be = cv->rec.big_endian;
+	uint8_t *p;
 
 	if (ret < 0)
 		return ret;
 	tp_start(cv, attr, th, func_addr(cv, id), time);
-	r64(cv, dur_ns);
-	r32(cv, id);
-	r32(cv, (uint32_t)depth);
-	r32(cv, flags);
+	if ((p = pg_rec_claim(&cv->rec, 20))) {
+		p = pg_rec_st64(p, dur_ns, be);
+		p = pg_rec_st32(p, id, be);
+		p = pg_rec_st32(p, (uint32_t)depth, be);
+		pg_rec_st32(p, flags, be);
+	}
 	cv->st->events++;
 	return tp_end(cv);
 }
@@ -399,10 +329,15 @@ static int ev_exit(struct conv *cv, const struct thread *th, int attr, uint32_t 
 static int ev_arg(struct conv *cv, const struct thread *th, uint32_t id, uint32_t index,
 		  uint64_t value, uint64_t time)
 {
+	bool be = cv->rec.big_endian;
+	uint8_t *p;
+
 	tp_start(cv, ATTR_ARGS, th, func_addr(cv, id), time);
-	r64(cv, value);
-	r32(cv, id);
-	r32(cv, index);
+	if ((p = pg_rec_claim(&cv->rec, 16))) {
+		p = pg_rec_st64(p, value, be);
+		p = pg_rec_st32(p, id, be);
+		pg_rec_st32(p, index, be);
+	}
 	cv->st->events++;
 	return tp_end(cv);
 }
@@ -428,29 +363,29 @@ static int ev_payload(struct conv *cv, const struct thread *th, const struct pg_
 static int emit_sample(struct conv *cv, struct thread *th, uint64_t time, uint64_t points)
 {
 	size_t n = th->depth < MAX_CHAIN - 1 ? th->depth : MAX_CHAIN - 1;
+	struct pg_synth_sample smp;
+	uint8_t *p;
 
 	if (th->depth >= MAX_CHAIN && !cv->warned_depth) {
 		pg_warn(cv->diag, "call stacks deeper than %d frames are cut to their innermost %d in samples",
 			MAX_CHAIN - 1, MAX_CHAIN - 1);
 		cv->warned_depth = true;
 	}
-	rec_start(cv, PG_PERF_RECORD_SAMPLE, PG_PERF_RECORD_MISC_USER);
-	r64(cv, ATTR_TIME + 1);
-	r64(cv, func_addr(cv, th->stack[th->depth - 1].id));
-	r32(cv, th->pid);
-	r32(cv, th->tid);
-	r64(cv, time);
-	r32(cv, th->cpu);
-	r32(cv, 0);
-	r64(cv, points <= UINT64_MAX / cv->period ? points * cv->period : UINT64_MAX);
-	r64(cv, n + 1);
-	r64(cv, PERF_CONTEXT_USER);
-	for (size_t i = 0; i < n; i++) {
-		/* callers: one byte in, so that a return-address adjustment
-		 * (ip - 1) still lands in the function */
-		uint64_t a = func_addr(cv, th->stack[th->depth - 1 - i].id);
+	smp = sample_of(th, time, ATTR_TIME + 1);
+	smp.ip = func_addr(cv, th->stack[th->depth - 1].id);
+	smp.period = points <= UINT64_MAX / cv->period ? points * cv->period : UINT64_MAX;
+	pg_synth_sample_start(&cv->rec, ST_TIME, PG_PERF_RECORD_MISC_USER, &smp);
+	if ((p = pg_synth_chain(&cv->rec, n + 1))) {
+		bool be = cv->rec.big_endian;
 
-		r64(cv, i ? a + 1 : a);
+		p = pg_rec_st64(p, PG_PERF_CONTEXT_USER, be);
+		for (size_t i = 0; i < n; i++) {
+			/* callers: one byte in, so that a return-address
+			 * adjustment (ip - 1) still lands in the function */
+			uint64_t a = func_addr(cv, th->stack[th->depth - 1 - i].id);
+
+			p = pg_rec_st64(p, i ? a + 1 : a, be);
+		}
 	}
 	cv->st->samples++;
 	cv->st->grid_samples += points;
@@ -637,10 +572,7 @@ static int mmap_binary(struct conv *cv, struct thread *th, uint64_t time)
 {
 	const struct pg_xray_binary *b = cv->bin;
 	uint64_t start = b->text_vaddr & ~0xfffull, end = b->text_vaddr + b->text_size;
-	struct pg_pd_attr a = {
-		.sample_type = PG_SAMPLE_TID | PG_SAMPLE_TIME | PG_SAMPLE_CPU | PG_SAMPLE_IDENTIFIER,
-		.sample_id_all = true,
-	};
+	struct pg_pd_attr a = { .sample_type = ST_ID, .sample_id_all = true };
 	struct pg_pdw_mmap2 m = {
 		.pid = th->pid, .tid = th->pid,
 		.start = cv->base + start,
@@ -671,14 +603,9 @@ static int new_process(struct conv *cv, struct thread *th, uint64_t time)
 
 static int emit_comm(struct conv *cv, struct thread *th, uint64_t time)
 {
-	char comm[16] = { 0 };
+	struct pg_synth_sample sid = sample_of(th, time, ATTR_TIME + 1);
 
-	memcpy(comm, cv->comm, sizeof(comm) - 1);
-	rec_start(cv, 3 /* PERF_RECORD_COMM */, 0);
-	r32(cv, th->pid);
-	r32(cv, th->tid);
-	radd(cv, comm, pg_align(strlen(comm) + 1, 8));
-	trailer(cv, th, time, ATTR_TIME + 1);
+	pg_synth_comm(&cv->rec, th->pid, th->tid, cv->comm, 0, ST_ID, &sid);
 	return rec_end(cv);
 }
 
@@ -891,38 +818,6 @@ static int handle(struct conv *cv, uint32_t ti, const struct pg_xr_record *r, ui
 
 /* ------------------------------------------------------------ the header */
 
-static void attr_raw(uint8_t raw[128], uint32_t type, uint64_t config, uint64_t period,
-		     uint64_t sample_type)
-{
-	struct pg_buf b = { 0 };
-	uint64_t flags = PG_ATTR_EXCLUDE_KERNEL | PG_ATTR_EXCLUDE_HV | PG_ATTR_SAMPLE_ID_ALL;
-
-	if (type != 2)	/* not a tracepoint: the side-band records */
-		flags |= PG_ATTR_MMAP | PG_ATTR_COMM | PG_ATTR_MMAP2;
-	pg_buf_u32(&b, type);
-	pg_buf_u32(&b, 128);
-	pg_buf_u64(&b, config);
-	pg_buf_u64(&b, period);
-	pg_buf_u64(&b, sample_type);
-	pg_buf_u64(&b, 0);
-	pg_buf_u64(&b, flags);
-	while (b.len < 128)
-		pg_buf_u8(&b, 0);
-	memcpy(raw, b.p, 128);
-	pg_buf_free(&b);
-}
-
-static void perf_str(struct pg_buf *b, const char *s)
-{
-	size_t n = pg_align(strlen(s) + 1, 64);
-	pg_buf_u32(b, (uint32_t)n);
-	if (pg_buf_reserve(b, n)) {
-		memset(b->p + b->len, 0, n);
-		memcpy(b->p + b->len, s, strlen(s));
-		b->len += n;
-	}
-}
-
 static const char *arch_name(uint16_t m)
 {
 	switch (m) {
@@ -939,57 +834,44 @@ static const char *arch_name(uint16_t m)
 
 static int write_header(struct conv *cv)
 {
-	static const uint64_t st_time = PG_SAMPLE_IDENTIFIER | PG_SAMPLE_IP | PG_SAMPLE_TID |
-					PG_SAMPLE_TIME | PG_SAMPLE_CPU | PG_SAMPLE_PERIOD |
-					PG_SAMPLE_CALLCHAIN;
-	/* no PERIOD: a tracepoint's period is the attr's sample_period, 1 */
-	static const uint64_t st_tp = PG_SAMPLE_IDENTIFIER | PG_SAMPLE_IP | PG_SAMPLE_TID |
-				      PG_SAMPLE_TIME | PG_SAMPLE_CPU | PG_SAMPLE_RAW;
-	uint8_t raws[NATTRS][128];
+	static const uint64_t ids[NATTRS] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	struct pg_synth_attr attrs[NATTRS];
 	struct pg_buf b = { 0 };
-	int n = cv->events ? NATTRS : 1, ret = 0;
+	size_t n = cv->events ? NATTRS : 1;
+	int ret = 0;
 	const char *arch = arch_name(cv->bin ? cv->bin->e_machine : 62);
-
-	for (int i = 0; i < n; i++) {
-		uint64_t id = (uint64_t)i + 1;
-
-		if (i == ATTR_TIME)
-			attr_raw(raws[i], 1 /* SOFTWARE */, 0 /* cpu-clock */, cv->period, st_time);
-		else
-			attr_raw(raws[i], 2 /* TRACEPOINT */, tp_ids[i], 1, st_tp);
-		if ((ret = pg_pdw_add_attr(cv->w, raws[i], 128, &id, 1)) < 0)
-			return ret;
-	}
 	/* the strings perf data convert and perf report --header expect */
-	struct { unsigned bit; const char *s; } strs[] = {
-		{ 3, "unknown (converted by perfgraft xray)" }, { 4, "unknown" },
-		{ 5, "perfgraft " PG_VERSION }, { 6, arch }, { 8, "unknown" }, { 9, "unknown" },
+	const struct { unsigned bit; const char *s; } strs[] = {
+		{ PG_FEAT_HOSTNAME, "unknown (converted by perfgraft xray)" },
+		{ PG_FEAT_OSRELEASE, "unknown" }, { PG_FEAT_VERSION, "perfgraft " PG_VERSION },
+		{ PG_FEAT_ARCH, arch }, { PG_FEAT_CPUDESC, "unknown" }, { PG_FEAT_CPUID, "unknown" },
 	};
-	for (size_t i = 0; !ret && i < sizeof(strs) / sizeof(strs[0]); i++) {
-		b.len = 0;
-		perf_str(&b, strs[i].s);
-		ret = b.oom ? -ENOMEM : pg_pdw_add_feature(cv->w, strs[i].bit, b.p, b.len);
+
+	for (size_t i = 0; i < n; i++) {
+		uint64_t flags = PG_ATTR_EXCLUDE_KERNEL | PG_ATTR_EXCLUDE_HV | PG_ATTR_SAMPLE_ID_ALL;
+
+		if (i == ATTR_TIME)	/* not a tracepoint: the side-band records */
+			flags |= PG_ATTR_MMAP | PG_ATTR_COMM | PG_ATTR_MMAP2;
+		attrs[i] = (struct pg_synth_attr){
+			.type = i == ATTR_TIME ? PG_PERF_TYPE_SOFTWARE : PG_PERF_TYPE_TRACEPOINT,
+			.config = i == ATTR_TIME ? PG_PERF_COUNT_SW_CPU_CLOCK : tp_ids[i],
+			.period = i == ATTR_TIME ? cv->period : 1,
+			.sample_type = i == ATTR_TIME ? ST_TIME : ST_TP,
+			.flags = flags, .name = attr_names[i], .ids = &ids[i], .nr_ids = 1,
+		};
 	}
-	if (!ret) {	/* EVENT_DESC: the names */
-		b.len = 0;
-		pg_buf_u32(&b, (uint32_t)n);
-		pg_buf_u32(&b, 128);
-		for (int i = 0; i < n; i++) {
-			pg_buf_add(&b, raws[i], 128);
-			pg_buf_u32(&b, 1);
-			perf_str(&b, attr_names[i]);
-			pg_buf_u64(&b, (uint64_t)i + 1);
-		}
-		ret = b.oom ? -ENOMEM : pg_pdw_add_feature(cv->w, PG_FEAT_EVENT_DESC, b.p, b.len);
-	}
+	if ((ret = pg_synth_attrs(&cv->syn, attrs, n)) < 0)
+		return ret;
+	for (size_t i = 0; !ret && i < sizeof(strs) / sizeof(strs[0]); i++)
+		ret = pg_synth_str_feature(&cv->syn, strs[i].bit, strs[i].s);
+	if (!ret)	/* the names */
+		ret = pg_synth_event_desc(&cv->syn, attrs, n);
 	if (!ret && cv->events) {	/* last: pipe mode sends it after the features */
-		b.len = 0;
 		pg_xray_tracing_data(&b);
-		ret = b.oom ? -ENOMEM : pg_pdw_add_feature(cv->w, PG_FEAT_TRACING_DATA, b.p, b.len);
+		ret = b.oom ? pg_err(cv->diag, -ENOMEM, "out of memory")
+			    : pg_pdw_add_feature(cv->w, PG_FEAT_TRACING_DATA, b.p, b.len);
 	}
 	pg_buf_free(&b);
-	if (ret == -ENOMEM)
-		return pg_err(cv->diag, ret, "out of memory");
 	if (!ret && cv->bin && cv->bin->build_id_size)
 		ret = pg_pdw_build_id(cv->w, -1, PG_PERF_RECORD_MISC_USER, cv->bin->build_id,
 				      cv->bin->build_id_size, cv->bin->path);
@@ -1080,12 +962,7 @@ static int run(struct conv *cv)
 		cv->st->trace.truncated_bytes += s.truncated_bytes;
 		cv->st->trace.orphan_args += s.orphan_args;
 	}
-	{
-		uint8_t fr[8] = { PG_PERF_RECORD_FINISHED_ROUND, 0, 0, 0, 0, 0, 8, 0 };
-
-		ret = pg_pdw_write(cv->w, fr, sizeof(fr), NULL, 0);
-	}
-	return ret;
+	return pg_synth_round(&cv->syn);
 }
 
 int pg_xray_convert(const struct pg_xray_opts *o, struct pg_diag *diag,
@@ -1110,10 +987,11 @@ int pg_xray_convert(const struct pg_xray_opts *o, struct pg_diag *diag,
 	cv.events = !o->no_events;
 	cv.samples = !o->no_samples;
 	cv.in = calloc(o->ntraces, sizeof(*cv.in));
-	cv.rb = malloc(RECBUF);
-	if (!cv.in || !cv.rb) {
+	cv.rec = (struct pg_rec){ .p = malloc(RECBUF), .cap = RECBUF,
+				  .big_endian = wo.big_endian };
+	if (!cv.in || !cv.rec.p) {
 		free(cv.in);
-		free(cv.rb);
+		free(cv.rec.p);
 		return pg_err(diag, -ENOMEM, "out of memory");
 	}
 	snprintf(cv.comm, sizeof(cv.comm), "xray");
@@ -1127,13 +1005,12 @@ int pg_xray_convert(const struct pg_xray_opts *o, struct pg_diag *diag,
 		if (stat(cv.bin->path, &cv.bin_st) < 0)
 			memset(&cv.bin_st, 0, sizeof(cv.bin_st));
 		slash = strrchr(cv.bin->path, '/');
-		/* cleared first: the COMM record carries the padding after
-		 * the NUL, which must not be the tail of "xray" */
-		memset(cv.comm, 0, sizeof(cv.comm));
 		snprintf(cv.comm, sizeof(cv.comm), "%s", slash ? slash + 1 : cv.bin->path);
 	}
 	if ((ret = pg_pdw_open(o->output, &wo, diag, &cv.w)) < 0)
 		goto out;
+	cv.syn = (struct pg_synth){ .w = cv.w, .diag = diag, .big_endian = wo.big_endian,
+				    .round_every = ROUND_EVENTS };
 	ret = run(&cv);
 	if (ret < 0) {
 		pg_pdw_abort(cv.w);
@@ -1151,7 +1028,7 @@ out:
 	free(cv.slots);
 	free(cv.heap);
 	free(cv.pids);
-	free(cv.rb);
+	free(cv.rec.p);
 	free(cv.seen.bits);
 	free(cv.seen.slots);
 	pg_xray_map_close(cv.map);
