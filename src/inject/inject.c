@@ -43,12 +43,13 @@ struct image {			/* a written image, as MMAP2 records name it */
 struct place {			/* where a code_index landed, for MOVE */
 	uint64_t code_index, pgoff, len;
 	uint32_t img;
+	bool used;		/* a slot of the map holding it */
 };
 
 /* code_index -> the latest LOAD's place: MOVEs cost O(1), not a search
  * of every earlier LOAD (dumps with 10^5 LOAD+MOVE pairs are real) */
 struct place_map {
-	uint32_t *slot;		/* place index + 1, 0 = empty */
+	struct place *slot;	/* open addressing, at most half full */
 	size_t nslots, n;
 };
 
@@ -236,51 +237,48 @@ static uint64_t mix64(uint64_t x)
 	return x;
 }
 
-/* Sets code_index -> place i (the latest LOAD wins); false on OOM. */
-static bool place_put(struct place_map *m, const struct place *pl, uint32_t i)
+static struct place *place_slot(struct place *slot, size_t nslots, uint64_t code_index)
 {
-	size_t k;
+	size_t k = mix64(code_index) & (nslots - 1);
+
+	while (slot[k].used && slot[k].code_index != code_index)
+		k = (k + 1) & (nslots - 1);
+	return &slot[k];
+}
+
+/* Sets code_index -> pl (the latest LOAD wins); false on OOM. */
+static bool place_put(struct place_map *m, const struct place *pl)
+{
+	struct place *at;
 
 	if (2 * (m->n + 1) > m->nslots) {
 		size_t nn = m->nslots ? 2 * m->nslots : 1024;
-		uint32_t *ns = calloc(nn, sizeof(*ns));
+		struct place *ns = calloc(nn, sizeof(*ns));
 
 		if (!ns)
 			return false;
-		for (size_t s = 0; s < m->nslots; s++) {
-			uint32_t v = m->slot[s];
-
-			if (!v)
-				continue;
-			for (k = mix64(pl[v - 1].code_index) & (nn - 1); ns[k]; k = (k + 1) & (nn - 1))
-				;
-			ns[k] = v;
-		}
+		for (size_t i = 0; i < m->nslots; i++)
+			if (m->slot[i].used)
+				*place_slot(ns, nn, m->slot[i].code_index) = m->slot[i];
 		free(m->slot);
 		m->slot = ns;
 		m->nslots = nn;
 	}
-	for (k = mix64(pl[i].code_index) & (m->nslots - 1); m->slot[k];
-	     k = (k + 1) & (m->nslots - 1))
-		if (pl[m->slot[k] - 1].code_index == pl[i].code_index) {
-			m->slot[k] = i + 1;
-			return true;
-		}
-	m->slot[k] = i + 1;
-	m->n++;
+	at = place_slot(m->slot, m->nslots, pl->code_index);
+	m->n += !at->used;
+	*at = *pl;
+	at->used = true;
 	return true;
 }
 
-static const struct place *place_get(const struct place_map *m, const struct place *pl,
-				     uint64_t code_index)
+static const struct place *place_get(const struct place_map *m, uint64_t code_index)
 {
+	const struct place *p;
+
 	if (!m->nslots)
 		return NULL;
-	for (size_t k = mix64(code_index) & (m->nslots - 1); m->slot[k];
-	     k = (k + 1) & (m->nslots - 1))
-		if (pl[m->slot[k] - 1].code_index == code_index)
-			return &pl[m->slot[k] - 1];
-	return NULL;
+	p = place_slot(m->slot, m->nslots, code_index);
+	return p->used ? p : NULL;
 }
 
 /* Reads one dump: writes its images and queues its MMAP2 records.  A
@@ -296,8 +294,6 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 				     .build_id_names = true,
 				     .dir_nofollow = !j->o->image_dir };
 	const struct pg_jd_header *h;
-	struct place *places = NULL;
-	size_t nplaces = 0, places_cap = 0;
 	struct place_map pmap = { 0 };
 	struct pg_jd_record rec;
 	struct event *evs = NULL;
@@ -361,19 +357,13 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 				goto fail;
 			if (ret == 1)
 				continue;
-			if (nplaces >= UINT32_MAX - 1 ||
-			    !pg_grow((void **)&places, &places_cap, nplaces + 1, sizeof(*places)) ||
-			    !pg_grow((void **)&evs, &evs_cap, nevs + 1, sizeof(*evs))) {
+			if (!pg_grow((void **)&evs, &evs_cap, nevs + 1, sizeof(*evs)) ||
+			    !place_put(&pmap, &(struct place){ .code_index = rec.u.load.code_index,
+							       .pgoff = pl.pgoff, .len = pl.map_len,
+							       .img = pl.image })) {
 				ret = pg_err(&dd, -ENOMEM, "out of memory");
 				goto fail;
 			}
-			places[nplaces] = (struct place){ rec.u.load.code_index, pl.pgoff,
-							  pl.map_len, pl.image };
-			if (!place_put(&pmap, places, (uint32_t)nplaces)) {
-				ret = pg_err(&dd, -ENOMEM, "out of memory");
-				goto fail;
-			}
-			nplaces++;
 			e = &evs[nevs++];
 			*e = (struct event){ .time = t, .start = rec.u.load.code_addr,
 					     .len = pl.map_len, .pgoff = pl.pgoff,
@@ -383,7 +373,7 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 			if (t < pi->first_load)
 				pi->first_load = t;
 		} else if (rec.type == PG_JD_MOVE) {
-			const struct place *p = place_get(&pmap, places, rec.u.move.code_index);
+			const struct place *p = place_get(&pmap, rec.u.move.code_index);
 
 			if (!p) {
 				pg_warn(j->diag, "%s: offset %llu: MOVE of code_index %llu, which no earlier LOAD has; ignored",
@@ -444,7 +434,6 @@ fail:
 	ret = 0;
 out:
 	free(evs);
-	free(places);
 	free(pmap.slot);
 	pg_elfset_free(set);
 	pg_jitdump_close(jd);
