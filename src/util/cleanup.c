@@ -44,30 +44,35 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static size_t *free_list;	/* indexes of FREE entries below the high mark */
 static size_t nfree, free_cap, high;
 
-static struct { dev_t dev; ino_t ino; int fd; } dirs[MAX_DIRS];
+/* The directories this process wrote in (under mu): the registry's own
+ * descriptor of each, and whether its dead temporaries were swept. */
+static struct dir { dev_t dev; ino_t ino; int fd; bool swept; } dirs[MAX_DIRS];
 static size_t ndirs;
+
+/* dirfd's entry, added when new; NULL when it cannot be had. */
+static struct dir *dir_of(int dirfd)
+{
+	struct stat st;
+
+	if (fstat(dirfd, &st) < 0)
+		return NULL;
+	for (size_t i = 0; i < ndirs; i++)
+		if (dirs[i].dev == st.st_dev && dirs[i].ino == st.st_ino)
+			return &dirs[i];
+	if (ndirs == MAX_DIRS)
+		return NULL;
+	dirs[ndirs] = (struct dir){ .dev = st.st_dev, .ino = st.st_ino, .fd = -1 };
+	return &dirs[ndirs++];
+}
 
 /* The registry's own descriptor for the directory of dirfd. */
 static int own_dirfd(int dirfd)
 {
-	struct stat st;
-	int fd;
+	struct dir *d = dir_of(dirfd);
 
-	if (fstat(dirfd, &st) < 0)
-		return -1;
-	for (size_t i = 0; i < ndirs; i++)
-		if (dirs[i].dev == st.st_dev && dirs[i].ino == st.st_ino)
-			return dirs[i].fd;
-	if (ndirs == MAX_DIRS)
-		return -1;
-	fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
-	if (fd < 0)
-		return -1;
-	dirs[ndirs].dev = st.st_dev;
-	dirs[ndirs].ino = st.st_ino;
-	dirs[ndirs].fd = fd;
-	ndirs++;
-	return fd;
+	if (d && d->fd < 0)
+		d->fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+	return d ? d->fd : -1;
 }
 
 static struct entry *at(size_t i)
@@ -246,9 +251,7 @@ static bool tmp_parse(const char *name, long *pid, unsigned *space)
 
 long pg_sweep_dead_temps(int dirfd)
 {
-	static struct { dev_t dev; ino_t ino; } swept[MAX_DIRS];
-	static size_t nswept;
-	struct stat dst;
+	struct dir *dir;
 	int fd;
 	DIR *d;
 	struct dirent *de;
@@ -259,19 +262,14 @@ long pg_sweep_dead_temps(int dirfd)
 
 	/* once per directory and process: a run reading many dumps into one
 	 * directory does not read it again for each */
-	if (fstat(dirfd, &dst) < 0)
-		return 0;
 	pthread_mutex_lock(&mu);
-	for (size_t i = 0; i < nswept; i++)
-		if (swept[i].dev == dst.st_dev && swept[i].ino == dst.st_ino) {
-			pthread_mutex_unlock(&mu);
-			return 0;
-		}
-	if (nswept < MAX_DIRS) {
-		swept[nswept].dev = dst.st_dev;
-		swept[nswept].ino = dst.st_ino;
-		nswept++;
+	dir = dir_of(dirfd);
+	if (dir && dir->swept) {
+		pthread_mutex_unlock(&mu);
+		return 0;
 	}
+	if (dir)
+		dir->swept = true;
 	pthread_mutex_unlock(&mu);
 	fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
 	if (fd < 0)
