@@ -71,10 +71,9 @@ struct pg_perfdata {
 	const uint8_t *zsrc;	/* its zstd bytes (NULL: none being read) */
 	size_t zsrc_len, zsrc_pos;
 	uint64_t zrec_out;	/* bytes it decompressed to so far */
-	uint64_t zlimit;	/* bound on zrec_out: mmap_len, as perf */
-	uint64_t zlimit_hdr;	/* the bound the file header gives */
-	bool zlimit_default;	/* no mmap_len seen: ZLIMIT_DEFAULT */
-	bool zlimit_hdr_default;
+	/* the COMPRESSED feature's mmap_len, 0 when none: the bound on
+	 * zrec_out, as perf (zlimit()); the file header's, for a rewind */
+	uint32_t zmmap_len, zmmap_len_hdr;
 };
 
 uint16_t pg_pd_u16(const pg_perfdata *pd, const void *p)
@@ -213,10 +212,12 @@ static bool in_file(const pg_perfdata *pd, uint64_t off, uint64_t len)
  * a default when it is missing or 0. */
 static void set_zlimit(pg_perfdata *pd, const uint8_t *body, uint64_t size)
 {
-	uint32_t len = size >= 20 ? pg_pd_u32(pd, body + 16) : 0;
+	pd->zmmap_len = size >= 20 ? pg_pd_u32(pd, body + 16) : 0;
+}
 
-	pd->zlimit = len ? len : ZLIMIT_DEFAULT;
-	pd->zlimit_default = !len;
+static uint64_t zlimit(const pg_perfdata *pd)
+{
+	return pd->zmmap_len ? pd->zmmap_len : ZLIMIT_DEFAULT;
 }
 
 static int parse_file_header(pg_perfdata *pd)
@@ -340,8 +341,7 @@ static int parse_file_header(pg_perfdata *pd)
 		if (bit == PG_FEAT_COMPRESSED)
 			set_zlimit(pd, pd->base + off, sz);
 	}
-	pd->zlimit_hdr = pd->zlimit;
-	pd->zlimit_hdr_default = pd->zlimit_default;
+	pd->zmmap_len_hdr = pd->zmmap_len;
 	pd->pos = pd->data_off;
 	return 0;
 }
@@ -435,8 +435,6 @@ static int new_pd(const char *name, struct pg_diag *diag, pg_perfdata **out)
 	}
 	pd->diag = diag;
 	pd->fd = -1;
-	pd->zlimit = pd->zlimit_hdr = ZLIMIT_DEFAULT;
-	pd->zlimit_default = pd->zlimit_hdr_default = true;
 	*out = pd;
 	return 0;
 }
@@ -517,8 +515,7 @@ int pg_perfdata_rewind(pg_perfdata *pd)
 	pd->done = false;
 	pd->zlen = pd->zhead = 0;
 	pd->zsrc = NULL;
-	pd->zlimit = pd->zlimit_hdr;
-	pd->zlimit_default = pd->zlimit_hdr_default;
+	pd->zmmap_len = pd->zmmap_len_hdr;
 	pd->inband_bytes = 0;
 	if (pd->zd)
 		ZSTD_initDStream(pd->zd);
@@ -716,7 +713,8 @@ static int zfill(pg_perfdata *pd)
 	ZSTD_outBuffer out;
 	size_t ret, before;
 	/* one byte past the bound tells a record that exceeds it */
-	uint64_t room = pd->zrec_out <= pd->zlimit ? pd->zlimit - pd->zrec_out + 1 : 1;
+	uint64_t limit = zlimit(pd);
+	uint64_t room = pd->zrec_out <= limit ? limit - pd->zrec_out + 1 : 1;
 
 	if (pd->zhead)
 		memmove(pd->zbuf, pd->zbuf + pd->zhead, pd->zlen - pd->zhead);
@@ -732,14 +730,11 @@ static int zfill(pg_perfdata *pd)
 		return pg_err(pd->diag, -EINVAL, "%s: offset %llu: compressed data: %s",
 			      pd->name, (unsigned long long)pd->zoff, ZSTD_getErrorName(ret));
 	pd->zrec_out += out.pos - before;
-	if (pd->zrec_out > pd->zlimit) {
-		if (pd->zlimit_default)
-			return pg_err(pd->diag, -EINVAL, "%s: offset %llu: COMPRESSED record decompresses to more than %llu bytes (the bound used when the header gives no mmap_len)",
-				      pd->name, (unsigned long long)pd->zoff,
-				      (unsigned long long)pd->zlimit);
-		return pg_err(pd->diag, -EINVAL, "%s: offset %llu: COMPRESSED record decompresses to more than %llu bytes, the mmap_len of the COMPRESSED feature",
-			      pd->name, (unsigned long long)pd->zoff, (unsigned long long)pd->zlimit);
-	}
+	if (pd->zrec_out > limit)
+		return pg_err(pd->diag, -EINVAL, "%s: offset %llu: COMPRESSED record decompresses to more than %llu bytes%s",
+			      pd->name, (unsigned long long)pd->zoff, (unsigned long long)limit,
+			      pd->zmmap_len ? ", the mmap_len of the COMPRESSED feature"
+					    : " (the bound used when the header gives no mmap_len)");
 	if (in.pos == pd->zsrc_pos && out.pos == before && in.pos < in.size)
 		return pg_err(pd->diag, -EINVAL, "%s: offset %llu: compressed data: no progress",
 			      pd->name, (unsigned long long)pd->zoff);
