@@ -308,19 +308,12 @@ out:
 	return ret;
 }
 
-static bool prefix_ok(const char *p)
+/* A name of one path component: 1..max bytes, no '/', not . or .. */
+static bool name_ok(const char *p, size_t max)
 {
 	size_t n = strlen(p);
 
-	return n && n <= PREFIX_MAX && !strchr(p, '/') && strcmp(p, ".") && strcmp(p, "..");
-}
-
-/* A file name of its own: 1..NAME_MAX bytes, no '/', not . or .. */
-static bool file_name_ok(const char *p)
-{
-	size_t n = strlen(p);
-
-	return n && n <= NAME_MAX && !strchr(p, '/') && strcmp(p, ".") && strcmp(p, "..");
+	return n && n <= max && !strchr(p, '/') && strcmp(p, ".") && strcmp(p, "..");
 }
 
 int pg_jitwriter_open(const struct pg_jitwriter_opts *opts, struct pg_diag *diag,
@@ -348,7 +341,7 @@ int pg_jitwriter_open_as(const struct pg_jitwriter_opts *opts, const char *file_
 	*out = NULL;
 	if (!opts)
 		opts = &defaults;
-	if (opts->prefix && !prefix_ok(opts->prefix))
+	if (opts->prefix && !name_ok(opts->prefix, PREFIX_MAX))
 		return pg_err(diag, -EINVAL,
 			      "jitdump directory prefix \"%s\" is not a usable name (1..%d bytes, no '/', not . or ..)",
 			      opts->prefix, PREFIX_MAX);
@@ -358,7 +351,7 @@ int pg_jitwriter_open_as(const struct pg_jitwriter_opts *opts, const char *file_
 	mode = opts->mode ? opts->mode : 0644;
 	if (opts->dir && !*opts->dir)
 		return pg_err(diag, -EINVAL, "jitdump directory is an empty string");
-	if (file_name && !file_name_ok(file_name))
+	if (file_name && !name_ok(file_name, NAME_MAX))
 		return pg_err(diag, -EINVAL,
 			      "jitdump file name \"%s\" is not usable (1..%d bytes, no '/', not . or ..)",
 			      file_name, NAME_MAX);
