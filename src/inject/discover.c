@@ -71,7 +71,6 @@ struct outcome {
 	enum state state;
 	int err;
 	bool in_dir;
-	bool big_endian;
 	uint32_t pid;		/* the header's */
 };
 
@@ -165,18 +164,16 @@ static uint32_t rd32(const unsigned char *p, bool be)
 static bool plausible(const unsigned char *h, uint64_t size, struct outcome *o)
 {
 	uint32_t version, total;
+	bool be;
 
-	if (rd32(h, false) == PG_JITDUMP_MAGIC)
-		o->big_endian = false;
-	else if (rd32(h, true) == PG_JITDUMP_MAGIC)
-		o->big_endian = true;
-	else
+	if (!pg_jitdump_probe(h, HDR_SIZE))	/* the reader's magic test */
 		return false;
-	version = rd32(h + 4, o->big_endian);
-	total = rd32(h + 8, o->big_endian);
+	be = rd32(h, true) == PG_JITDUMP_MAGIC;
+	version = rd32(h + 4, be);
+	total = rd32(h + 8, be);
 	if (version > MAX_VERSION || total < HDR_SIZE || total > size)
 		return false;
-	o->pid = rd32(h + 20, o->big_endian);
+	o->pid = rd32(h + 20, be);
 	return true;
 }
 
@@ -348,10 +345,7 @@ int pg_jd_discover(const char *mmap_filename, uint32_t mmap_pid, bool exec,
 
 	snprintf(f->path, sizeof(f->path), "%s", o.in_dir ? dirpath : path);
 	f->in_dir = o.in_dir;
-	if (o.state == S_DUMP) {
-		f->header_read = true;
-		f->big_endian = o.big_endian;
-	}
+	f->header_read = o.state == S_DUMP;
 
 	if (perf_named) {
 		f->how = PG_JD_BY_NAME;

@@ -35,7 +35,6 @@ struct pg_jd_found {
 				 * jit-<tid>-<pid>.dump, jit-<tid>-<pid>-XXXXXX),
 				 * 0 for other names */
 	bool in_dir;		/* found in dir_fallback, not at the recorded path */
-	bool big_endian;	/* the header's byte order (header read) */
 	bool header_read;	/* path starts with a plausible jitdump header */
 	/* A marker that cannot be read: a positive errno (ENOENT: neither at
 	 * the recorded path nor in dir_fallback) and what went wrong, for
