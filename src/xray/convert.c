@@ -373,7 +373,9 @@ static int emit_sample(struct conv *cv, struct thread *th, uint64_t time, uint64
 	}
 	smp = sample_of(th, time, ATTR_TIME + 1);
 	smp.ip = func_addr(cv, th->stack[th->depth - 1].id);
-	smp.period = points <= UINT64_MAX / cv->period ? points * cv->period : UINT64_MAX;
+	/* one point (the full grid, the common case) needs no division */
+	smp.period = points == 1 ? cv->period
+		     : points <= UINT64_MAX / cv->period ? points * cv->period : UINT64_MAX;
 	pg_synth_sample_start(&cv->rec, ST_TIME, PG_PERF_RECORD_MISC_USER, &smp);
 	if ((p = pg_synth_chain(&cv->rec, n + 1))) {
 		bool be = cv->rec.big_endian;
@@ -442,6 +444,8 @@ static uint64_t next_point(const struct conv *cv, const struct thread *th)
 
 	if (th->cover == UINT64_MAX || shift >= 63)
 		return UINT64_MAX;
+	if (!shift)		/* the full grid: no division on the hot path */
+		return th->cover;
 	skip = (1ull << shift) - 1;
 	if (skip > (UINT64_MAX - 1 - th->cover) / cv->period)
 		return UINT64_MAX;
@@ -462,7 +466,8 @@ static void run_thinned(struct conv *cv, const struct thread *th)
 /* Writes th's sample at grid point t, taking the points from th->cover on. */
 static int take_sample(struct conv *cv, struct thread *th, uint64_t t)
 {
-	int ret = emit_sample(cv, th, out_time(cv, t), (t - th->cover) / cv->period + 1);
+	uint64_t points = t == th->cover ? 1 : (t - th->cover) / cv->period + 1;
+	int ret = emit_sample(cv, th, out_time(cv, t), points);
 
 	if (ret < 0)
 		return ret;
