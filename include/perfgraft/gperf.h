@@ -132,7 +132,6 @@ struct pg_gperf_opts {
 struct pg_gperf_convert_stats {
 	struct pg_gperf_stats profile;
 	uint64_t stacks, samples;	/* distinct stacks, SAMPLE records written */
-	uint64_t ticks;			/* the profile's ticks those samples carry */
 	bool weighted;			/* one SAMPLE per stack, period = count x period */
 	uint64_t mmaps, build_ids;
 	uint64_t dropped_frames;	/* ticks x frames: zero or above-user-space addresses */

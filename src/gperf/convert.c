@@ -183,6 +183,7 @@ static int write_samples(struct conv *cv)
 	struct pg_rec *r = &cv->rec;
 	uint64_t t = T0, period = cv->st->period_ns;
 	size_t time_at = pg_synth_sample_offset(SAMPLE_TYPE, PG_SAMPLE_TIME);
+	size_t ip_at = pg_synth_sample_offset(SAMPLE_TYPE, PG_SAMPLE_IP);
 	bool weighted = cv->st->weighted;
 	int ret = 0;
 
@@ -195,11 +196,6 @@ static int write_samples(struct conv *cv)
 		};
 		size_t nr_at, n = 0;
 
-		for (uint32_t k = 0; k < s->depth; k++)	/* IP: the first frame kept */
-			if (!drop_pc(s->pcs[k])) {
-				smp.ip = k ? s->pcs[k] - 1 : s->pcs[k];
-				break;
-			}
 		pg_synth_sample_start(r, SAMPLE_TYPE, PG_PERF_RECORD_MISC_USER, &smp);
 		nr_at = pg_synth_chain_start(r);
 		pg_rec_u64(r, PG_PERF_CONTEXT_USER);
@@ -210,8 +206,9 @@ static int write_samples(struct conv *cv)
 				cv->st->dropped_frames += s->count;
 				continue;
 			}
+			if (!n++)	/* IP: the first frame kept */
+				pg_rec_put64(r, ip_at, k ? pc - 1 : pc);
 			pg_rec_u64(r, k ? pc - 1 : pc);
-			n++;
 		}
 		if (!n) {
 			cv->st->dropped_samples += s->count;
@@ -222,12 +219,11 @@ static int write_samples(struct conv *cv)
 			return pg_err(cv->diag, -EINVAL, "%s: offset %llu: a stack of %u PCs does not fit a perf record",
 				      cv->o->profile, (unsigned long long)s->offset, s->depth);
 		for (uint64_t c = 0; !ret && c < (weighted ? 1 : s->count); c++) {
-			t += weighted ? s->count * period : period;
+			t += smp.period;
 			pg_rec_put64(r, time_at, t);
 			ret = pg_synth_write(&cv->syn, r);
 			cv->st->samples++;
 		}
-		cv->st->ticks += s->count;
 	}
 	return ret ? ret : pg_synth_round(&cv->syn);
 }
