@@ -87,13 +87,6 @@ static inline void pg_rec_u8(struct pg_rec *r, uint8_t v)
 		*p = v;
 }
 
-static inline void pg_rec_u16(struct pg_rec *r, uint16_t v)
-{
-	uint8_t *p = pg_rec_claim(r, 2);
-
-	if (p)
-		pg_rec_st16(p, v, r->big_endian);
-}
 
 static inline void pg_rec_u32(struct pg_rec *r, uint32_t v)
 {
@@ -275,17 +268,9 @@ static inline uint8_t *pg_synth_chain(struct pg_rec *r, size_t nr)
 	return p ? pg_rec_st64(p, nr, r->big_endian) : NULL;
 }
 
-/* RAW: a u32 size, then the data the caller appends; pg_synth_raw_end
- * pads the size field and data to 8 bytes, as perf requires, and sets the
- * size.  Returns where the size field is. */
-static inline size_t pg_synth_raw_start(struct pg_rec *r)
-{
-	size_t at = r->len;
-
-	pg_rec_u32(r, 0);
-	return at;
-}
-
+/* RAW: a u32 size, then the data; pg_synth_raw_end pads the size field
+ * and data to 8 bytes, as perf requires, and sets the size (at: where the
+ * size field is, as pg_synth_tp_start returns it). */
 static inline void pg_synth_raw_end(struct pg_rec *r, size_t at)
 {
 	size_t pad = -(r->len - at) & 7;
@@ -300,7 +285,7 @@ static inline void pg_synth_raw_end(struct pg_rec *r, size_t at)
 	pg_rec_put32(r, at, (uint32_t)(r->len - at - 4));
 }
 
-/* Tracepoint RAW data: pg_synth_raw_start and the common fields of an
+/* Tracepoint RAW data: the size field and the common fields of an
  * ftrace event (common_type, flags, preempt_count, common_pid); the
  * caller appends its fields, then pg_synth_raw_end.  Returns the RAW
  * position for pg_synth_tp_dyn and pg_synth_raw_end. */
