@@ -57,7 +57,7 @@ int pg_perfmap_write(pg_symbolizer *s, uint32_t pid, uint64_t time, FILE *out,
 					      .pieces_cut = w.pieces_cut,
 					      .short_names = w.short_names };
 
-		memcpy(st, &v, st->sz < sizeof(v) ? st->sz : sizeof(v));
+		pg_sized_out(st, st->sz, &v, sizeof(v));
 	}
 	return ret;
 }

@@ -20,23 +20,6 @@ struct pg_script_rewriter {
 	uint64_t frames, named, left;
 };
 
-/* Copies a caller's sized struct (the libbpf OPTS idiom): fields the
- * caller does not know read as zero; fields it knows and we do not must be
- * zero, or the caller asks for something this library cannot do. */
-static int copy_sized(void *dst, size_t dst_size, const void *src, size_t src_size)
-{
-	memset(dst, 0, dst_size);
-	if (!src)
-		return 0;
-	if (src_size < sizeof(size_t))
-		return -EINVAL;
-	for (size_t i = dst_size; i < src_size; i++)
-		if (((const unsigned char *)src)[i])
-			return -EINVAL;
-	memcpy(dst, src, src_size < dst_size ? src_size : dst_size);
-	return 0;
-}
-
 int pg_script_rewriter_new(pg_symbolizer *s, const struct pg_script_opts *opts,
 			   pg_script_rewriter **out)
 {
@@ -46,7 +29,7 @@ int pg_script_rewriter_new(pg_symbolizer *s, const struct pg_script_opts *opts,
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return pg_err(pg_sym_diag(s), -ENOMEM, "out of memory");
-	if (copy_sized(&r->o, sizeof(r->o), opts, opts ? opts->sz : 0) < 0 ||
+	if (pg_sized_in(&r->o, sizeof(r->o), opts, opts ? opts->sz : 0) < 0 ||
 	    r->o.symoff > PG_SCRIPT_SYMOFF_OFF) {
 		free(r);
 		return pg_err(pg_sym_diag(s), -EINVAL, "perf script rewriter: options this "
@@ -68,7 +51,7 @@ void pg_script_rewriter_stats(const pg_script_rewriter *r, struct pg_script_stat
 	struct pg_script_stats v = { .sz = st->sz, .frames = r->frames, .named = r->named,
 				     .left = r->left };
 
-	memcpy(st, &v, st->sz < sizeof(v) ? st->sz : sizeof(v));
+	pg_sized_out(st, st->sz, &v, sizeof(v));
 }
 
 /* A resolved frame tells whether perf printed symbol offsets:

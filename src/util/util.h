@@ -103,6 +103,14 @@ typedef struct Elf Elf;
 unsigned pg_elf_build_id(Elf *elf, uint8_t id[20]);
 unsigned pg_file_build_id(const char *path, uint8_t id[20]);
 
+/* Sized structs (a leading size_t, the libbpf OPTS idiom).  In: a
+ * caller's struct of src_size bytes into ours (dst_size), zero-filled;
+ * -EINVAL when src_size cannot hold the size field or the caller set
+ * fields we do not know (non-zero bytes past dst_size).  NULL src: all
+ * zero.  Out: ours into the caller's, as much as both have. */
+int pg_sized_in(void *dst, size_t dst_size, const void *src, size_t src_size);
+void pg_sized_out(void *dst, size_t dst_size, const void *src, size_t src_size);
+
 /* Maps a regular file read-only (*base NULL when it is empty). */
 int pg_map_file(const char *path, bool sequential, struct pg_diag *diag,
 		const uint8_t **base, size_t *size);

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/* Structs that can grow: the caller says how large its copy is (a leading
+ * size_t, the libbpf OPTS idiom), so fields can be added without breaking
+ * programs built against an older header. */
+#include <errno.h>
+#include <string.h>
+#include "util/util.h"
+
+int pg_sized_in(void *dst, size_t dst_size, const void *src, size_t src_size)
+{
+	memset(dst, 0, dst_size);
+	if (!src)
+		return 0;
+	if (src_size < sizeof(size_t))
+		return -EINVAL;
+	for (size_t i = dst_size; i < src_size; i++)
+		if (((const unsigned char *)src)[i])
+			return -EINVAL;
+	memcpy(dst, src, src_size < dst_size ? src_size : dst_size);
+	return 0;
+}
+
+void pg_sized_out(void *dst, size_t dst_size, const void *src, size_t src_size)
+{
+	memcpy(dst, src, dst_size < src_size ? dst_size : src_size);
+}
