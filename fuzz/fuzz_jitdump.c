@@ -23,6 +23,7 @@
 #include <perfgraft/common.h>
 #include <perfgraft/jitdump.h>
 #include <perfgraft/elfimage.h>
+#include <perfgraft/code.h>
 #include "fuzz_tmpdir.h"
 #include "fuzz_touch.h"
 
@@ -151,10 +152,10 @@ static void walk_all(const uint8_t *data, size_t size)
 static void build_images(const uint8_t *data, size_t size)
 {
 	struct pg_diag diag;
-	struct pg_jd_record rec;
+	struct pg_code_event ev;
 	struct pg_elfset_opts opts;
 	struct pg_elf_place place;
-	pg_jitdump *jd = NULL;
+	pg_code_source *src = NULL;
 	pg_elfset *set = NULL;
 	size_t n;
 
@@ -162,7 +163,7 @@ static void build_images(const uint8_t *data, size_t size)
 		return;
 	memset(&diag, 0, sizeof(diag));
 	diag.warn = NULL;
-	if (pg_jitdump_open_mem(data, size, "fuzz", 0, &diag, &jd) < 0)
+	if (pg_code_open_mem(data, size, "fuzz", &diag, &src) < 0)
 		return;
 
 	memset(&opts, 0, sizeof(opts));
@@ -173,17 +174,22 @@ static void build_images(const uint8_t *data, size_t size)
 		opts.pack_limit = 64;
 	opts.per_function = size > 1 && (data[size - 2] & 3) == 3;
 
-	if (pg_elfset_new(pg_jitdump_header(jd), "fuzz", &opts, &diag, &set) < 0) {
-		pg_jitdump_close(jd);
+	if (pg_elfset_new(pg_code_process(src), "fuzz", &opts, &diag, &set) < 0) {
+		pg_code_close(src);
 		return;
 	}
-	while (pg_jitdump_next(jd, &rec) > 0) {
+	while (pg_code_next(src, &ev) > 0) {
 		int rc;
 
-		if (rec.id != PG_JD_LOAD)
+		if (ev.kind != PG_CODE_LOAD)
 			continue;
+		/* the model's promise: rows inside the code, with a line, by offset */
+		for (size_t i = 0; i < ev.nlines; i++)
+			if (ev.lines[i].off >= ev.size || !ev.lines[i].line ||
+			    (i && ev.lines[i].off < ev.lines[i - 1].off))
+				abort();
 		memset(&place, 0, sizeof(place));
-		rc = pg_elfset_add(set, &rec.u.load, &place);
+		rc = pg_elfset_add(set, &ev, &place);
 		if (rc < 0)
 			break;
 		if (rc == 0) {
@@ -212,7 +218,7 @@ static void build_images(const uint8_t *data, size_t size)
 			(void)unlink(im->path);
 	}
 	pg_elfset_free(set);
-	pg_jitdump_close(jd);
+	pg_code_close(src);
 	/* files the set wrote but did not list */
 	if (fuzz_tmpdir_sweep() && stray_files++ == 0)
 		fprintf(stderr, "fuzz_jitdump: note: %s held files not listed by pg_elfset_image()\n",

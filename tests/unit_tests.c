@@ -13,6 +13,7 @@
 #include <gelf.h>
 
 #include <perfgraft/elfimage.h>
+#include <perfgraft/jitdump.h>
 #include "perfdata/synth.h"
 #include "util/util.h"
 
@@ -227,9 +228,9 @@ static void test_image_lines(bool be)
 	struct pg_diag d = { .warn = on_warn };
 	struct pg_elfset_opts o = { 0 };
 	struct pg_elf_place pl[2];
-	struct pg_jd_record r;
+	struct pg_code_event r;
 	char dir[] = "/tmp/pg-unit-XXXXXX";
-	pg_jitdump *jd;
+	pg_code_source *src;
 	pg_elfset *set;
 	int n = 0, fd;
 
@@ -242,10 +243,10 @@ static void test_image_lines(bool be)
 	w_debug(&w, 0x6000, 0x40);
 	w_load(&w, "JS:*one", 0x6000, 8);
 	o.dir = dir;
-	CHECK(pg_jitdump_open_mem(w.b.p, w.b.len, "v8.dump", 0, &d, &jd) == 0, "open");
-	CHECK(pg_elfset_new(pg_jitdump_header(jd), "v8.dump", &o, &d, &set) == 0, "elfset");
-	while (pg_jitdump_next(jd, &r) > 0 && n < 2)
-		CHECK(pg_elfset_add(set, &r.u.load, &pl[n++]) == 0, "add: %s", d.err);
+	CHECK(pg_code_open_mem(w.b.p, w.b.len, "v8.dump", &d, &src) == 0, "open");
+	CHECK(pg_elfset_new(pg_code_process(src), "v8.dump", &o, &d, &set) == 0, "elfset");
+	while (pg_code_next(src, &r) > 0 && n < 2)
+		CHECK(pg_elfset_add(set, &r, &pl[n++]) == 0, "add: %s", d.err);
 	CHECK(pg_elfset_finish(set) == 0, "finish: %s", d.err);
 	CHECK(pg_elfset_commit(set) == 0, "commit: %s", d.err);
 	CHECK(pg_elfset_count(set) == 1 && pl[0].image == pl[1].image, "one packed image");
@@ -297,7 +298,7 @@ static void test_image_lines(bool be)
 	if (fd >= 0)
 		close(fd);
 	pg_elfset_free(set);
-	pg_jitdump_close(jd);
+	pg_code_close(src);
 	pg_buf_free(&w.b);
 	rm_dir(dir);
 }

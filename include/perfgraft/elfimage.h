@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* ELF image builder: turns jitdump LOADs into ELF images that perf,
- * addr2line, gdb and the unwinders read.
+/* ELF image builder: turns the LOADs of the code model (code.h) into ELF
+ * images that perf, addr2line, gdb and the unwinders read.
  *
  * Layout (docs/ARCHITECTURE.md, "Image layout"):
  *  - functions without real CFI (no UNWINDING_INFO, or mapped_size 0) are
@@ -41,7 +41,7 @@
 #ifndef PERFGRAFT_ELFIMAGE_H
 #define PERFGRAFT_ELFIMAGE_H
 
-#include <perfgraft/jitdump.h>
+#include <perfgraft/code.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -91,26 +91,27 @@ struct pg_elf_image {
 
 typedef struct pg_elfset pg_elfset;
 
-/* Starts a set of images for one dump.  hdr (class, byte order, machine,
- * pid, V8 line bias) and the base name of dump_name (the DWARF compile
- * unit's name) are copied; opts must not be NULL.  diag is kept for the
+/* Starts a set of images for one source.  proc (class, byte order,
+ * machine, and the identity the build-ids digest) and the base name of
+ * dump_name (the DWARF compile unit's name) are copied; opts must not be NULL.  diag is kept for the
  * set's warnings and errors and must outlive it.  Returns 0 with *out
  * set, or a negative errno (*out NULL): -EINVAL for a prefix that is not
  * a plain file name of at most 100 bytes (or a libelf too old), the errno
  * of opening opts->dir (-ENOENT, -ENOTDIR, -EACCES), -ENOMEM. */
-int pg_elfset_new(const struct pg_jd_header *hdr, const char *dump_name,
+int pg_elfset_new(const struct pg_code_process *proc, const char *dump_name,
 		  const struct pg_elfset_opts *opts, struct pg_diag *diag,
 		  pg_elfset **out);
 /* Places a LOAD and fills *out.  Images of their own are written at once;
  * packed images when full or at pg_elfset_finish().  The load's code, name
- * and line file names must stay mapped until then (the line array itself
- * is consumed at once; the unwind blobs are used only by an image of its
- * own, written in this call).  Returns 0, 1 when nothing was placed (a
- * LOAD without code, or a name over 1 MiB: a warning), or a negative
+ * and file and function names must stay valid until then (its arrays are
+ * consumed at once; the unwind tables are used only by an image of its
+ * own, written in this call).  Line rows become .debug_line, inline chains
+ * DW_TAG_inlined_subroutine entries.  Returns 0, 1 when nothing was placed
+ * (not a LOAD, a LOAD without code, or a name over 1 MiB: a warning), or a negative
  * errno: -ENOMEM, -EIO when libelf cannot write the image, or the errno of
  * creating or writing the file (-EACCES, -ENOSPC, ...; the message names
  * the file).  A failure leaves the images written before it pending. */
-int pg_elfset_add(pg_elfset *set, const struct pg_jd_load *ld,
+int pg_elfset_add(pg_elfset *set, const struct pg_code_event *load,
 		  struct pg_elf_place *out);
 /* Writes the packed image still open, if any.  Returns 0 or a negative
  * errno as pg_elfset_add().  A later pg_elfset_add() starts a new packed

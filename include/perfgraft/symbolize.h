@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Symbolization of JIT addresses from jitdump files: function, offset in
- * it and source file:line:column, without writing any file.
+/* Symbolization of JIT addresses from the code model (code.h: jitdump
+ * files today): function, offset in it and source file:line:column,
+ * without writing any file.
  *
  * Time model.  A JIT reuses addresses: the code at an address depends on
  * when it is asked.  Every LOAD (and MOVE) puts its code at its address
@@ -35,7 +36,7 @@
 #ifndef PERFGRAFT_SYMBOLIZE_H
 #define PERFGRAFT_SYMBOLIZE_H
 
-#include <perfgraft/common.h>
+#include <perfgraft/code.h>
 #include <stdio.h>
 
 #ifdef __cplusplus
@@ -71,9 +72,15 @@ struct pg_sym {
 };
 
 int pg_symbolizer_new(struct pg_diag *diag, pg_symbolizer **out);
-/* Reads a whole jitdump (mapped, not copied: the file must not be
- * truncated while the symbolizer lives).  Returns 0 or a negative errno. */
+/* Reads a whole dump (pg_code_open: mapped, not copied, so the file must
+ * not be truncated while the symbolizer lives).  Returns 0 or a negative
+ * errno. */
 int pg_symbolizer_add(pg_symbolizer *s, const char *path);
+/* Reads the rest of an open source, which is the symbolizer's from this
+ * call on, whatever it returns (closed by pg_symbolizer_free() at the
+ * latest); its path names it in results.  The source's pg_diag should be
+ * the symbolizer's. */
+int pg_symbolizer_add_source(pg_symbolizer *s, pg_code_source *src);
 /* The same over a caller-owned buffer that must outlive the symbolizer;
  * name is used in messages and as the dump path in results. */
 int pg_symbolizer_add_mem(pg_symbolizer *s, const void *buf, size_t len,

@@ -51,10 +51,10 @@ int cmd_elf(int argc, char **argv)
 	};
 	struct pg_elfset_opts eo = { .dir = "." };
 	struct cli_warnings w = { 0 };
-	struct pg_jitdump_stats st;
+	struct pg_code_stats st = { .sz = sizeof(st) };
 	struct pg_diag diag;
-	struct pg_jd_record rec;
-	pg_jitdump *jd = NULL;
+	struct pg_code_event ev;
+	pg_code_source *src = NULL;
 	pg_elfset *set = NULL;
 	bool list = false, quiet = false, made_dir = false;
 	uint64_t placed = 0, skipped = 0, bytes = 0;
@@ -100,27 +100,27 @@ int cmd_elf(int argc, char **argv)
 		cli_error("%s: %s", eo.dir, strerror(errno));
 		return EXIT_BADINPUT;
 	}
-	ret = pg_jitdump_open(argv[optind], 0, &diag, &jd);
+	ret = pg_code_open(argv[optind], &diag, &src);
 	if (ret < 0) {
 		cli_error("%s", diag.err);
 		if (made_dir)
 			rmdir(eo.dir);
 		return EXIT_BADINPUT;
 	}
-	ret = pg_elfset_new(pg_jitdump_header(jd), argv[optind], &eo, &diag, &set);
+	ret = pg_elfset_new(pg_code_process(src), argv[optind], &eo, &diag, &set);
 	if (ret < 0) {
 		cli_error("%s", diag.err);
-		pg_jitdump_close(jd);
+		pg_code_close(src);
 		if (made_dir)
 			rmdir(eo.dir);
 		return EXIT_BADINPUT;
 	}
-	while ((ret = pg_jitdump_next(jd, &rec)) > 0) {
+	while ((ret = pg_code_next(src, &ev)) > 0) {
 		struct pg_elf_place pl;
 
-		if (rec.type != PG_JD_LOAD)
+		if (ev.kind != PG_CODE_LOAD)
 			continue;
-		ret = pg_elfset_add(set, &rec.u.load, &pl);
+		ret = pg_elfset_add(set, &ev, &pl);
 		if (ret < 0)
 			break;
 		if (ret == 1) {
@@ -129,18 +129,16 @@ int cmd_elf(int argc, char **argv)
 		}
 		placed++;
 		if (list) {
-			const struct pg_jd_load *l = &rec.u.load;
-
 			printf("%llu\t0x%llx\t%llu\t%s\t0x%llx\t%llu\t",
-			       (unsigned long long)l->code_index, (unsigned long long)l->code_addr,
-			       (unsigned long long)l->code_size, pg_elfset_image(set, pl.image)->name,
+			       (unsigned long long)ev.id, (unsigned long long)ev.addr,
+			       (unsigned long long)ev.size, pg_elfset_image(set, pl.image)->name,
 			       (unsigned long long)pl.pgoff, (unsigned long long)pl.map_len);
-			out_escaped(stdout, l->name);
+			out_escaped(stdout, ev.name);
 			putchar('\n');
 		}
 		if (progress_due(&next_progress))
 			fprintf(stderr, "\rperfgraft: elf: %3d%% of %s",
-				(int)(100.0 * rec.offset / (double)pg_jitdump_size(jd)), argv[optind]);
+				(int)(100.0 * ev.src_offset / (double)pg_code_size(src)), argv[optind]);
 	}
 	if (ret == 0)
 		ret = pg_elfset_finish(set);
@@ -176,18 +174,18 @@ int cmd_elf(int argc, char **argv)
 			ncfi += im->has_cfi;
 			npack += im->nfuncs > 1;
 		}
-		pg_jitdump_stats(jd, &st);
+		pg_code_stats(src, &st);
 		cli_warnings_flush(&w);
 		fprintf(stderr, "perfgraft: %s: %llu functions in %zu images in %s (%zu with CFI of their own, %zu shared)%s; %llu line tables with %llu lines; %.1f MB written in %.2f s (%.0f MB/s of input)%s\n",
 			argv[optind], (unsigned long long)placed, n, eo.dir, ncfi, npack,
 			skipped ? " (functions without code skipped)" : "",
-			(unsigned long long)(st.debug_infos - st.dropped_debug),
+			(unsigned long long)st.line_tables,
 			(unsigned long long)st.lines, bytes / 1e6, dt,
-			dt > 0 ? pg_jitdump_size(jd) / 1e6 / dt : 0.0,
+			dt > 0 ? pg_code_size(src) / 1e6 / dt : 0.0,
 			st.truncated_bytes ? "; the dump's truncated tail was ignored" : "");
 	}
 	cli_warnings_flush(&w);
 	pg_elfset_free(set);
-	pg_jitdump_close(jd);
+	pg_code_close(src);
 	return status;
 }

@@ -15,7 +15,6 @@
 
 #include <perfgraft/elfimage.h>
 #include "elfimage/dwarf.h"
-#include "jitdump/recover.h"
 #include "util/util.h"
 
 #define DEFAULT_PACK_LIMIT (256ull << 20)
@@ -56,11 +55,11 @@ struct img {
 	struct sha1_ctx sha;
 	struct pg_dwarf dw;
 	struct pg_buf strtab;
-	const struct pg_jd_unwind *unw;	/* real CFI, single-function images */
+	const struct pg_code_cfi *unw;	/* real CFI, single-function images */
 };
 
 struct pg_elfset {
-	struct pg_jd_header hdr;
+	struct pg_code_process hdr;
 	char *dump_name;	/* basename, for the compile unit's name */
 	char *dir;
 	char *prefix;
@@ -74,9 +73,6 @@ struct pg_elfset {
 	struct img *pack;	/* open packed image */
 	unsigned npacks;
 	uint64_t text_off;	/* where .text starts in every image */
-	struct pg_jd_line *scratch;	/* lines with recovered file names */
-	size_t scratch_cap;
-	uint64_t recovered;
 	bool cfi_compat;	/* opts.cfi_layout_perf_5_19 */
 	bool build_id_names;
 	struct pend *pend;	/* by image index, as images */
@@ -107,7 +103,7 @@ static bool is_symlink(const char *path)
 	return lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
 }
 
-int pg_elfset_new(const struct pg_jd_header *hdr, const char *dump_name,
+int pg_elfset_new(const struct pg_code_process *hdr, const char *dump_name,
 		  const struct pg_elfset_opts *opts, struct pg_diag *diag,
 		  pg_elfset **out)
 {
@@ -238,30 +234,11 @@ static int new_image(pg_elfset *set, const char *want, struct img **out)
 	return 0;
 }
 
-/* The LOAD's lines, with the file names node damaged recovered; the
- * recovered name lives as long as the image's DWARF tables. */
-static const struct pg_jd_line *recover_names(pg_elfset *set, struct img *im,
-					      const struct pg_jd_load *ld)
-{
-	char *script;
-	const struct pg_jd_line *lines = pg_jd_recover_names(&set->hdr, ld, &set->scratch,
-							     &set->scratch_cap, &script);
-
-	if (!script)
-		return lines;
-	if (pg_dwarf_own(&im->dw, script) < 0) {
-		free(script);
-		return ld->debug->lines;
-	}
-	set->recovered++;
-	return lines;
-}
-
-static int img_add(pg_elfset *set, struct img *im, const struct pg_jd_load *ld)
+static int img_add(pg_elfset *set, struct img *im, const struct pg_code_event *ld)
 {
 	struct func *f;
 	uint64_t off = pg_align(im->text_end, FUNC_ALIGN);
-	uint64_t meta[3] = { ld->code_addr, ld->code_size, ld->code_index };
+	uint64_t meta[3] = { ld->addr, ld->size, ld->id };
 	size_t nlen = strlen(ld->name);
 	int ret;
 
@@ -270,18 +247,16 @@ static int img_add(pg_elfset *set, struct img *im, const struct pg_jd_load *ld)
 	f = &im->funcs[im->nfuncs++];
 	f->name = ld->name;
 	f->code = ld->code;
-	f->size = ld->code_size;
+	f->size = ld->size;
 	f->off = off;
 	f->strx = (uint32_t)im->strtab.len;
 	pg_buf_add(&im->strtab, ld->name, nlen + 1);
-	im->text_end = off + ld->code_size;
+	im->text_end = off + ld->size;
 	sha1_update(&im->sha, sizeof(meta), (const uint8_t *)meta);
 	sha1_update(&im->sha, nlen + 1, (const uint8_t *)ld->name);
-	sha1_update(&im->sha, ld->code_size, ld->code);
-	ret = pg_dwarf_add_func(&im->dw, ld->name, off, ld->code_size, ld->code_addr,
-				recover_names(set, im, ld),
-				ld->debug ? ld->debug->nr_lines : 0,
-				set->hdr.line_bias, set->hdr.v8);
+	sha1_update(&im->sha, ld->size, ld->code);
+	ret = pg_dwarf_add_func(&im->dw, ld->name, off, ld->size, ld->lines, ld->nlines,
+				ld->inlines, ld->ninlines);
 	if (ret || im->strtab.oom)
 		return pg_err(set->diag, -ENOMEM, "out of memory");
 	return 0;
@@ -389,7 +364,7 @@ static void layout_free(struct layout *lo)
  * lays the image out; lo is to be freed with layout_free() either way. */
 static int plan_layout(pg_elfset *set, struct img *im, struct layout *lo)
 {
-	const struct pg_jd_header *h = &set->hdr;
+	const struct pg_code_process *h = &set->hdr;
 
 	memset(lo, 0, sizeof(*lo));
 	lo->eh.big_endian = lo->ehh.big_endian = h->big_endian;
@@ -471,7 +446,7 @@ static int name_image(pg_elfset *set, struct img *im, const struct layout *lo)
 
 static bool emit_ehdr(const pg_elfset *set, const struct layout *lo, Elf *elf)
 {
-	const struct pg_jd_header *h = &set->hdr;
+	const struct pg_code_process *h = &set->hdr;
 	GElf_Ehdr eh;
 
 	if (!gelf_newehdr(elf, h->is_64bit ? ELFCLASS64 : ELFCLASS32) || !gelf_getehdr(elf, &eh))
@@ -702,30 +677,29 @@ static int close_pack(pg_elfset *set)
 	return ret;
 }
 
-int pg_elfset_add(pg_elfset *set, const struct pg_jd_load *ld,
+int pg_elfset_add(pg_elfset *set, const struct pg_code_event *ld,
 		  struct pg_elf_place *out)
 {
-	const struct pg_jd_unwind *u = ld->unwind;
-	bool cfi = u && u->mapped_size && u->eh_frame_hdr_size;
+	const struct pg_code_cfi *u = ld->cfi;
 	struct img *im;
 	char name[128];
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	if (!ld->code_size)
+	if (ld->kind != PG_CODE_LOAD || !ld->size)
 		return 1;
 	if (strlen(ld->name) > NAME_LIMIT) {
 		pg_warn(set->diag, "%s: function at 0x%llx has a name of %zu bytes; not placed",
-			set->dump_name, (unsigned long long)ld->code_addr, strlen(ld->name));
+			set->dump_name, (unsigned long long)ld->addr, strlen(ld->name));
 		return 1;
 	}
-	if (cfi || set->per_function) {
+	if (u || set->per_function) {
 		snprintf(name, sizeof(name), "%s-%llu.so", set->prefix,
-			 (unsigned long long)ld->code_index);
+			 (unsigned long long)ld->id);
 		ret = new_image(set, name, &im);
 		if (ret)
 			return ret;
-		if (cfi) {
+		if (u) {
 			im->unw = u;
 			if (set->cfi_compat)	/* page-aligned code, see elfimage.h */
 				im->text_off = im->text_end = pg_align(set->text_off, 0x1000);
@@ -735,17 +709,17 @@ int pg_elfset_add(pg_elfset *set, const struct pg_jd_load *ld,
 			img_free(im);
 			return ret;
 		}
-		if (cfi)
+		if (u)
 			sha1_update(&im->sha, u->eh_frame_hdr_size, u->eh_frame_hdr);
 		ret = write_image(set, im);
 		out->image = (uint32_t)im->pub;
 		out->pgoff = im->funcs[0].off;
-		out->map_len = cfi ? pg_align(ld->code_size, 8) + u->mapped_size : ld->code_size;
+		out->map_len = u ? pg_align(ld->size, 8) + u->mapped_size : ld->size;
 		img_free(im);
 		return ret;
 	}
 	if (set->pack && set->pack->nfuncs &&
-	    (set->pack->text_end + ld->code_size + FUNC_ALIGN > set->text_off + set->pack_limit ||
+	    (set->pack->text_end + ld->size + FUNC_ALIGN > set->text_off + set->pack_limit ||
 	     set->pack->strtab.len > TABLE_LIMIT || set->pack->dw.dies.len > TABLE_LIMIT ||
 	     set->pack->dw.prog.len > TABLE_LIMIT)) {
 		ret = close_pack(set);
@@ -763,7 +737,7 @@ int pg_elfset_add(pg_elfset *set, const struct pg_jd_load *ld,
 		return ret;
 	out->image = (uint32_t)set->pack->pub;
 	out->pgoff = set->pack->funcs[set->pack->nfuncs - 1].off;
-	out->map_len = ld->code_size;
+	out->map_len = ld->size;
 	return 0;
 }
 
@@ -842,7 +816,6 @@ void pg_elfset_free(pg_elfset *set)
 	pg_elfset_keep(set);
 	free(set->pend);
 	img_free(set->pack);
-	free(set->scratch);
 	for (size_t i = 0; i < set->nimages; i++)
 		free(set->images[i].path);
 	free(set->images);

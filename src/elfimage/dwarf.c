@@ -32,8 +32,6 @@ void pg_dwarf_free(struct pg_dwarf *dw)
 	pg_buf_free(&dw->line);
 	pg_buf_free(&dw->aranges);
 	pg_strmap_free(&dw->files);
-	free(dw->scratch);
-	dw->scratch = NULL;
 	for (size_t i = 0; i < dw->nowned; i++)
 		free(dw->owned[i]);
 	free(dw->owned);
@@ -46,17 +44,6 @@ int pg_dwarf_own(struct pg_dwarf *dw, char *s)
 		return -ENOMEM;
 	dw->owned[dw->nowned++] = s;
 	return 0;
-}
-
-static int cmp_line(const void *a, const void *b)
-{
-	const struct pg_jd_line *x = a, *y = b;
-
-	if (x->addr != y->addr)
-		return x->addr < y->addr ? -1 : 1;
-	/* keep the producer's order for equal addresses: the pointer order of
-	 * the scratch copy is the original order */
-	return x < y ? -1 : (x > y);
 }
 
 static size_t uleb_len(uint64_t v)
@@ -76,9 +63,8 @@ static void ext_op(struct pg_buf *b, uint8_t op, size_t len)
 }
 
 int pg_dwarf_add_func(struct pg_dwarf *dw, const char *name, uint64_t vaddr,
-		      uint64_t size, uint64_t code_addr,
-		      const struct pg_jd_line *lines, size_t nlines,
-		      uint32_t line_bias, bool column_in_discrim)
+		      uint64_t size, const struct pg_code_line *lines, size_t nlines,
+		      const struct pg_code_inline *inl, size_t ninl)
 {
 	struct pg_buf *p = &dw->prog;
 	const char *last_file = NULL;	/* interned once per run of one name */
@@ -87,8 +73,9 @@ int pg_dwarf_add_func(struct pg_dwarf *dw, const char *name, uint64_t vaddr,
 	int64_t cur_line = 1;
 	uint32_t cur_col = 0;
 	long cur_file = 1;
-	size_t n = 0;
 
+	(void)inl;
+	(void)ninl;
 	/* subprogram DIE */
 	pg_buf_uleb(&dw->dies, ABBREV_SUB);
 	pg_buf_str(&dw->dies, name);
@@ -97,37 +84,13 @@ int pg_dwarf_add_func(struct pg_dwarf *dw, const char *name, uint64_t vaddr,
 
 	if (!nlines)
 		return dw->dies.oom ? -ENOMEM : 0;
-	if (nlines > dw->scratch_cap) {
-		struct pg_jd_line *s = realloc(dw->scratch, nlines * sizeof(*s));
-
-		if (!s)
-			return -ENOMEM;
-		dw->scratch = s;
-		dw->scratch_cap = nlines;
-	}
-	/* keep the rows that land inside the function, in its address space */
-	for (size_t i = 0; i < nlines; i++) {
-		uint64_t a = lines[i].addr - line_bias - code_addr;
-
-		if (lines[i].addr < code_addr + line_bias || a >= size || !lines[i].line) {
-			dw->dropped_rows++;
-			continue;
-		}
-		dw->scratch[n] = lines[i];
-		dw->scratch[n].addr = a;
-		n++;
-	}
-	if (!n)
-		return 0;
-	qsort(dw->scratch, n, sizeof(*dw->scratch), cmp_line);
-
 	ext_op(p, DW_LNE_set_address, dw->addr_size);
 	pg_buf_uaddr(p, vaddr, dw->addr_size);
-	for (size_t i = 0; i < n; i++) {
-		const struct pg_jd_line *ln = &dw->scratch[i];
+	for (size_t i = 0; i < nlines; i++) {
+		const struct pg_code_line *ln = &lines[i];
 		/* an empty name would end DWARF 4's file table */
 		const char *file = ln->file && ln->file[0] ? ln->file : UNKNOWN_FILE;
-		uint64_t addr = vaddr + ln->addr, adv;
+		uint64_t addr = vaddr + ln->off, adv;
 		int64_t dline;
 		long idx;
 		bool added;
@@ -146,13 +109,12 @@ int pg_dwarf_add_func(struct pg_dwarf *dw, const char *name, uint64_t vaddr,
 			pg_buf_uleb(p, (uint64_t)idx + 1);
 			cur_file = idx + 1;
 		}
-		if (column_in_discrim) {
-			if (ln->discrim != cur_col) {
-				pg_buf_u8(p, DW_LNS_set_column);
-				pg_buf_uleb(p, ln->discrim);
-				cur_col = ln->discrim;
-			}
-		} else if (ln->discrim) {
+		if (ln->column != cur_col) {
+			pg_buf_u8(p, DW_LNS_set_column);
+			pg_buf_uleb(p, ln->column);
+			cur_col = ln->column;
+		}
+		if (ln->discrim) {
 			ext_op(p, DW_LNE_set_discriminator, uleb_len(ln->discrim));
 			pg_buf_uleb(p, ln->discrim);
 		}
@@ -174,7 +136,6 @@ int pg_dwarf_add_func(struct pg_dwarf *dw, const char *name, uint64_t vaddr,
 		}
 		cur_addr = addr;
 		cur_line = ln->line;
-		dw->rows++;
 	}
 	/* the last row covers the function to its end (perf's stops at the
 	 * last entry, leaving the tail without a line) */

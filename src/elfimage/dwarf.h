@@ -5,7 +5,7 @@
 #ifndef PG_ELFIMAGE_DWARF_H
 #define PG_ELFIMAGE_DWARF_H
 
-#include <perfgraft/jitdump.h>
+#include <perfgraft/code.h>
 #include "util/util.h"
 
 struct pg_dwarf {
@@ -15,9 +15,6 @@ struct pg_dwarf {
 	struct pg_strmap files;
 	/* sections, valid after pg_dwarf_finish() */
 	struct pg_buf abbrev, info, line, aranges;
-	uint64_t rows, dropped_rows;
-	struct pg_jd_line *scratch;
-	size_t scratch_cap;
 	char **owned;		/* strings freed with the tables */
 	size_t nowned, owned_cap;
 };
@@ -26,12 +23,12 @@ struct pg_dwarf {
 int pg_dwarf_own(struct pg_dwarf *dw, char *s);
 
 void pg_dwarf_init(struct pg_dwarf *dw, bool big_endian, unsigned addr_size);
-/* lines may be NULL.  line_bias is what the producer added to each line
- * address; column_in_discrim: the discriminator field holds the column. */
+/* A function at vaddr: its subprogram, its rows (the model's: sorted,
+ * inside the code; file names must live until the tables are freed) as a
+ * line sequence, and its inline chains as inlined subroutines. */
 int pg_dwarf_add_func(struct pg_dwarf *dw, const char *name, uint64_t vaddr,
-		      uint64_t size, uint64_t code_addr,
-		      const struct pg_jd_line *lines, size_t nlines,
-		      uint32_t line_bias, bool column_in_discrim);
+		      uint64_t size, const struct pg_code_line *lines, size_t nlines,
+		      const struct pg_code_inline *inl, size_t ninl);
 int pg_dwarf_finish(struct pg_dwarf *dw, const char *cu_name,
 		    uint64_t low_pc, uint64_t high_pc);
 void pg_dwarf_free(struct pg_dwarf *dw);

@@ -17,7 +17,6 @@
 
 #include <perfgraft/elfimage.h>
 #include <perfgraft/inject.h>
-#include <perfgraft/jitdump.h>
 #include <perfgraft/perfdata.h>
 #include "inject/discover.h"
 #include "util/util.h"
@@ -293,12 +292,12 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 				     .cfi_layout_perf_5_19 = j->cfi_compat,
 				     .build_id_names = true,
 				     .dir_nofollow = !j->o->image_dir };
-	const struct pg_jd_header *h;
+	const struct pg_code_process *h;
 	struct place_map pmap = { 0 };
-	struct pg_jd_record rec;
+	struct pg_code_event rec;
 	struct event *evs = NULL;
 	size_t nevs = 0, evs_cap = 0;
-	pg_jitdump *jd = NULL;
+	pg_code_source *src = NULL;
 	pg_elfset *set = NULL;
 	struct pidinfo *pi;
 	uint32_t base_img = (uint32_t)j->nimgs;
@@ -308,14 +307,14 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 
 	if (!j->attrs_checked)
 		check_attrs(j);
-	ret = pg_jitdump_open(path, 0, &dd, &jd);
+	ret = pg_code_open(path, &dd, &src);
 	if (ret)
 		goto fail;
-	h = pg_jitdump_header(jd);
+	h = pg_code_process(src);
 	if (want_pid && h->pid != want_pid)
 		pg_warn(j->diag, "%s: the dump says pid %u, its mmap was made by pid %u; using the dump's",
 			path, h->pid, want_pid);
-	arch = h->flags & PG_JITDUMP_FLAG_ARCH_TIMESTAMP;
+	arch = h->arch_time;
 	if (arch && !tc) {
 		ret = pg_err(&dd, -EINVAL, "%s: the dump uses arch timestamps (TSC) but the perf.data has no TIME_CONV record to convert them; re-record with a perf that writes it, or on hardware with cap_user_time_zero",
 			     path);
@@ -346,39 +345,39 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 	ret = pg_elfset_new(h, path, &eo, &dd, &set);
 	if (ret)
 		goto fail;
-	while ((ret = pg_jitdump_next(jd, &rec)) > 0) {
-		uint64_t t = arch ? tsc_to_perf(tc, rec.timestamp) : rec.timestamp;
+	while ((ret = pg_code_next(src, &rec)) > 0) {
+		uint64_t t = arch ? tsc_to_perf(tc, rec.time) : rec.time;
 		struct pg_elf_place pl;
 		struct event *e;
 
-		if (rec.type == PG_JD_LOAD) {
-			ret = pg_elfset_add(set, &rec.u.load, &pl);
+		if (rec.kind == PG_CODE_LOAD) {
+			ret = pg_elfset_add(set, &rec, &pl);
 			if (ret < 0)
 				goto fail;
 			if (ret == 1)
 				continue;
 			if (!pg_grow((void **)&evs, &evs_cap, nevs + 1, sizeof(*evs)) ||
-			    !place_put(&pmap, &(struct place){ .code_index = rec.u.load.code_index,
+			    !place_put(&pmap, &(struct place){ .code_index = rec.id,
 							       .pgoff = pl.pgoff, .len = pl.map_len,
 							       .img = pl.image })) {
 				ret = pg_err(&dd, -ENOMEM, "out of memory");
 				goto fail;
 			}
 			e = &evs[nevs++];
-			*e = (struct event){ .time = t, .start = rec.u.load.code_addr,
+			*e = (struct event){ .time = t, .start = rec.addr,
 					     .len = pl.map_len, .pgoff = pl.pgoff,
-					     .pid = rec.u.load.pid, .tid = rec.u.load.tid,
+					     .pid = rec.pid, .tid = rec.tid,
 					     .img = pl.image };
 			j->st->loads++;
 			if (t < pi->first_load)
 				pi->first_load = t;
-		} else if (rec.type == PG_JD_MOVE) {
-			const struct place *p = place_get(&pmap, rec.u.move.code_index);
+		} else if (rec.kind == PG_CODE_MOVE) {
+			const struct place *p = place_get(&pmap, rec.id);
 
 			if (!p) {
 				pg_warn(j->diag, "%s: offset %llu: MOVE of code_index %llu, which no earlier LOAD has; ignored",
-					path, (unsigned long long)rec.offset,
-					(unsigned long long)rec.u.move.code_index);
+					path, (unsigned long long)rec.src_offset,
+					(unsigned long long)rec.id);
 				continue;
 			}
 			if (!pg_grow((void **)&evs, &evs_cap, nevs + 1, sizeof(*evs))) {
@@ -386,9 +385,9 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 				goto fail;
 			}
 			/* the same image bytes, mapped at the new address */
-			evs[nevs++] = (struct event){ .time = t, .start = rec.u.move.new_code_addr,
+			evs[nevs++] = (struct event){ .time = t, .start = rec.addr,
 						      .len = p->len, .pgoff = p->pgoff,
-						      .pid = rec.u.move.pid, .tid = rec.u.move.tid,
+						      .pid = rec.pid, .tid = rec.tid,
 						      .img = p->img };
 			j->st->moves++;
 		}
@@ -436,7 +435,7 @@ out:
 	free(evs);
 	free(pmap.slot);
 	pg_elfset_free(set);
-	pg_jitdump_close(jd);
+	pg_code_close(src);
 	return ret;
 }
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Symbolizer: jitdump LOADs and MOVEs laid out on an address x time plane.
+/* Symbolizer: the code model's LOADs and MOVEs laid out on an address x
+ * time plane.
  *
  * Placements are painted in time order, as perf lays out the MMAP2s of an
  * injected perf.data: a new placement replaces the overlapped parts of the
@@ -12,9 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <perfgraft/jitdump.h>
 #include <perfgraft/symbolize.h>
-#include "jitdump/recover.h"
 #include "symbolize/script.h"
 #include "util/util.h"
 
@@ -60,7 +59,7 @@ struct space {
 };
 
 struct dump {
-	pg_jitdump *jd;
+	pg_code_source *src;	/* kept open: names point into it */
 	char *path;
 };
 
@@ -73,10 +72,6 @@ struct pg_symbolizer {
 	struct row *rows;
 	size_t nrows, rcap;
 	struct pg_strmap files;
-	char **owned;		/* recovered file names */
-	size_t nowned, ocap;
-	struct pg_jd_line *scratch;
-	size_t scratch_cap;
 	uint64_t seq;
 	struct pg_symbolizer_stats st;
 };
@@ -100,7 +95,7 @@ void pg_symbolizer_free(pg_symbolizer *s)
 	if (!s)
 		return;
 	for (size_t i = 0; i < s->ndumps; i++) {
-		pg_jitdump_close(s->dumps[i].jd);
+		pg_code_close(s->dumps[i].src);
 		free(s->dumps[i].path);
 	}
 	for (size_t i = 0; i < s->nspaces; i++) {
@@ -111,13 +106,9 @@ void pg_symbolizer_free(pg_symbolizer *s)
 		free(s->spaces[i].seg_count);
 		free(s->spaces[i].seg_live);
 	}
-	for (size_t i = 0; i < s->nowned; i++)
-		free(s->owned[i]);
-	free(s->owned);
 	free(s->dumps);
 	free(s->spaces);
 	free(s->rows);
-	free(s->scratch);
 	pg_strmap_free(&s->files);
 	free(s);
 }
@@ -138,56 +129,34 @@ static struct space *space_of(pg_symbolizer *s, uint32_t pid)
 	return sp;
 }
 
-static int cmp_row(const void *a, const void *b)
+/* The LOAD's line rows, as the image builder writes them into
+ * .debug_line (the model's rows: same offsets, same names), so a lookup
+ * here answers what addr2line answers on the image. */
+static int add_rows(pg_symbolizer *s, const struct pg_code_event *ld, struct placement *pl)
 {
-	const struct row *x = a, *y = b;
-
-	if (x->off != y->off)
-		return x->off < y->off ? -1 : 1;
-	return x < y ? -1 : (x > y);	/* producer order for equal offsets */
-}
-
-/* The LOAD's line rows, in its own offsets: the rows the image builder
- * writes into .debug_line (same bias, same dropping, same repaired names),
- * so a lookup here answers what addr2line answers on the image. */
-static int add_rows(pg_symbolizer *s, const struct pg_jd_header *hdr,
-		    const struct pg_jd_load *ld, struct placement *pl)
-{
-	const struct pg_jd_line *lines;
-	char *script = NULL;
-	size_t n0 = s->nrows, nl;
+	size_t n0 = s->nrows;
 	const char *last = NULL;
 	uint32_t last_idx = NO_FILE;
 
 	pl->row0 = n0;
 	pl->nrows = 0;
-	if (!ld->debug || !ld->debug->nr_lines)
+	s->st.dropped_lines += ld->dropped_lines;
+	if (!ld->nlines)
 		return 0;
-	nl = ld->debug->nr_lines;
-	lines = pg_jd_recover_names(hdr, ld, &s->scratch, &s->scratch_cap, &script);
-	if (script) {
-		if (!pg_grow((void **)&s->owned, &s->ocap, s->nowned + 1, sizeof(*s->owned))) {
-			free(script);
-			return pg_err(s->diag, -ENOMEM, "out of memory");
-		}
-		s->owned[s->nowned++] = script;
-	}
-	if (!pg_grow((void **)&s->rows, &s->rcap, n0 + nl, sizeof(*s->rows)))
+	if (!pg_grow((void **)&s->rows, &s->rcap, n0 + ld->nlines, sizeof(*s->rows)))
 		return pg_err(s->diag, -ENOMEM, "out of memory");
-	for (size_t i = 0; i < nl; i++) {
-		const struct pg_jd_line *l = &lines[i];
-		uint64_t off = l->addr - hdr->line_bias - ld->code_addr;
+	for (size_t i = 0; i < ld->nlines; i++) {
+		const struct pg_code_line *l = &ld->lines[i];
 		struct row *r;
 
-		if (l->addr < ld->code_addr + hdr->line_bias || off >= ld->code_size ||
-		    off > UINT32_MAX || !l->line) {
+		if (l->off > UINT32_MAX) {	/* beyond what a row holds */
 			s->st.dropped_lines++;
 			continue;
 		}
 		r = &s->rows[s->nrows++];
-		r->off = (uint32_t)off;
+		r->off = (uint32_t)l->off;
 		r->line = l->line;
-		r->col = hdr->v8 ? l->discrim : 0;
+		r->col = l->column;
 		if (!l->file || !l->file[0]) {
 			r->file = NO_FILE;
 		} else if (l->file == last) {
@@ -203,7 +172,6 @@ static int add_rows(pg_symbolizer *s, const struct pg_jd_header *hdr,
 		}
 	}
 	pl->nrows = (uint32_t)(s->nrows - n0);
-	qsort(s->rows + n0, pl->nrows, sizeof(*s->rows), cmp_row);
 	s->st.lines += pl->nrows;
 	return 0;
 }
@@ -286,12 +254,12 @@ static uint64_t cap_time(uint64_t t)
 	return t == PG_SYM_TIME_END ? t - 1 : t;
 }
 
-static int add_dump(pg_symbolizer *s, pg_jitdump *jd, const char *path)
+static int add_dump(pg_symbolizer *s, pg_code_source *src, const char *path)
 {
-	const struct pg_jd_header *hdr = pg_jitdump_header(jd);
+	const struct pg_code_process *proc = pg_code_process(src);
 	struct pending_move *mv = NULL;
 	size_t nmv = 0, mvcap = 0, first_pl;
-	struct pg_jd_record rec;
+	struct pg_code_event ev;
 	struct pg_symbolizer_stats st0;
 	struct space *sp;
 	struct dump *d;
@@ -299,49 +267,44 @@ static int add_dump(pg_symbolizer *s, pg_jitdump *jd, const char *path)
 	int ret;
 
 	if (!pg_grow((void **)&s->dumps, &s->dcap, s->ndumps + 1, sizeof(*s->dumps)) ||
-	    !(sp = space_of(s, hdr->pid))) {
-		pg_jitdump_close(jd);
+	    !(sp = space_of(s, proc->pid))) {
+		pg_code_close(src);
 		return pg_err(s->diag, -ENOMEM, "out of memory");
 	}
 	d = &s->dumps[s->ndumps++];
-	d->jd = jd;
+	d->src = src;
 	d->path = strdup(path);
 	if (!d->path)
 		return pg_err(s->diag, -ENOMEM, "out of memory");
 	s->st.dumps++;
 	first_pl = sp->npls;
 	st0 = s->st;
-	while ((ret = pg_jitdump_next(jd, &rec)) > 0) {
-		if (rec.type == PG_JD_LOAD) {
-			const struct pg_jd_load *ld = &rec.u.load;
+	while ((ret = pg_code_next(src, &ev)) > 0) {
+		if (ev.kind == PG_CODE_LOAD) {
 			struct placement pl = {
-				.name = ld->name, .start = ld->code_addr,
-				.code_index = ld->code_index, .time = cap_time(rec.timestamp),
+				.name = ev.name, .start = ev.addr,
+				.code_index = ev.id, .time = cap_time(ev.time),
 				.seq = s->seq++, .dump = di,
 			};
 
-			if (!ld->code_size) {
+			if (!ev.size) {
 				s->st.empty_loads++;
 				continue;
 			}
-			pl.end = ld->code_addr + ld->code_size < ld->code_addr ?
-				UINT64_MAX : ld->code_addr + ld->code_size;
-			if ((ret = add_rows(s, hdr, ld, &pl)) < 0 ||
+			pl.end = ev.addr + ev.size < ev.addr ? UINT64_MAX : ev.addr + ev.size;
+			if ((ret = add_rows(s, &ev, &pl)) < 0 ||
 			    (ret = add_placement(s, sp, &pl)) < 0)
 				break;
 			s->st.loads++;
-		} else if (rec.type == PG_JD_MOVE) {
-			const struct pg_jd_move *m = &rec.u.move;
-
-			if (!m->code_size)
+		} else if (ev.kind == PG_CODE_MOVE) {
+			if (!ev.size)
 				continue;
 			if (!pg_grow((void **)&mv, &mvcap, nmv + 1, sizeof(*mv))) {
 				ret = pg_err(s->diag, -ENOMEM, "out of memory");
 				break;
 			}
-			mv[nmv++] = (struct pending_move){ .seq = s->seq++, .time = cap_time(rec.timestamp),
-				.code_index = m->code_index, .start = m->new_code_addr,
-				.size = m->code_size };
+			mv[nmv++] = (struct pending_move){ .seq = s->seq++, .time = cap_time(ev.time),
+				.code_index = ev.id, .start = ev.addr, .size = ev.size };
 		}
 	}
 	if (ret == 0)
@@ -357,20 +320,25 @@ static int add_dump(pg_symbolizer *s, pg_jitdump *jd, const char *path)
 	return 0;
 }
 
+int pg_symbolizer_add_source(pg_symbolizer *s, pg_code_source *src)
+{
+	return add_dump(s, src, pg_code_path(src));
+}
+
 int pg_symbolizer_add(pg_symbolizer *s, const char *path)
 {
-	pg_jitdump *jd;
-	int ret = pg_jitdump_open(path, 0, s->diag, &jd);
+	pg_code_source *src;
+	int ret = pg_code_open(path, s->diag, &src);
 
-	return ret < 0 ? ret : add_dump(s, jd, path);
+	return ret < 0 ? ret : add_dump(s, src, path);
 }
 
 int pg_symbolizer_add_mem(pg_symbolizer *s, const void *buf, size_t len, const char *name)
 {
-	pg_jitdump *jd;
-	int ret = pg_jitdump_open_mem(buf, len, name, 0, s->diag, &jd);
+	pg_code_source *src;
+	int ret = pg_code_open_mem(buf, len, name, s->diag, &src);
 
-	return ret < 0 ? ret : add_dump(s, jd, name);
+	return ret < 0 ? ret : add_dump(s, src, name);
 }
 
 /* ---- painting ---- */

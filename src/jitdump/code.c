@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/* jitdump as code-model events.  The quirks of jitdump producers are
+ * undone here and nowhere else:
+ *  - V8 adds 0x40 (0x34 on 32-bit) to every line address: removed;
+ *  - V8 writes the 1-based column where the discriminator goes: moved;
+ *  - node damages the first bytes of script names: recovered (recover.c);
+ *  - rows outside their code or with line 0 are dropped, rows sorted. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <perfgraft/jitdump.h>
+#include "jitdump/recover.h"
+#include "jitdump/source.h"
+
+struct jd_state {
+	pg_jitdump *jd;
+	struct pg_code_cfi cfi;
+	struct pg_jd_line *scratch;	/* lines with recovered names */
+	size_t scratch_cap;
+};
+
+static bool jd_probe(const void *buf, size_t len)
+{
+	return pg_jitdump_probe(buf, len);
+}
+
+static int jd_open(pg_code_source *src, const void *buf, size_t len)
+{
+	struct jd_state *s = calloc(1, sizeof(*s));
+	const struct pg_jd_header *h;
+	int ret;
+
+	if (!s)
+		return pg_err(src->diag, -ENOMEM, "%s: out of memory", src->path);
+	ret = pg_jitdump_open_mem(buf, len, src->path, 0, src->diag, &s->jd);
+	if (ret < 0) {
+		free(s);
+		return ret;
+	}
+	h = pg_jitdump_header(s->jd);
+	src->proc = (struct pg_code_process){
+		.pid = h->pid, .elf_mach = h->elf_mach, .big_endian = h->big_endian,
+		.is_64bit = h->is_64bit, .timestamp = h->timestamp,
+		.arch_time = (h->flags & PG_JITDUMP_FLAG_ARCH_TIMESTAMP) != 0,
+	};
+	src->state = s;
+	return 0;
+}
+
+static void jd_close(pg_code_source *src)
+{
+	struct jd_state *s = src->state;
+
+	if (!s)
+		return;
+	pg_jitdump_close(s->jd);
+	free(s->scratch);
+	free(s);
+}
+
+/* The LOAD's rows as offsets into its code, with what V8 and node did to
+ * them undone. */
+static int jd_rows(pg_code_source *src, struct jd_state *s, const struct pg_jd_load *ld,
+		   struct pg_code_event *ev)
+{
+	const struct pg_jd_header *h = pg_jitdump_header(s->jd);
+	const struct pg_jd_line *lines;
+	const char *canon = NULL;
+	struct pg_code_line *out;
+	uint64_t dropped = 0;
+	char *script;
+	size_t n = 0;
+
+	if (!ld->debug || !ld->debug->nr_lines)
+		return 0;
+	lines = pg_jd_recover_names(h, ld, &s->scratch, &s->scratch_cap, &script);
+	if (script) {
+		canon = pg_src_keep_string(src, strdup(script));
+		if (!canon) {
+			free(script);
+			return pg_err(src->diag, -ENOMEM, "%s: out of memory", src->path);
+		}
+		src->st.recovered_names++;
+	}
+	out = pg_src_rows(src, ld->debug->nr_lines);
+	if (!out) {
+		free(script);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < ld->debug->nr_lines; i++) {
+		const struct pg_jd_line *l = &lines[i];
+		uint64_t off = l->addr - h->line_bias - ld->code_addr;
+
+		if (l->addr < ld->code_addr + h->line_bias || off >= ld->code_size || !l->line) {
+			dropped++;
+			continue;
+		}
+		out[n++] = (struct pg_code_line){
+			.off = off, .line = l->line,
+			.file = script && l->file == script ? canon : l->file,
+			.column = h->v8 ? l->discrim : 0,
+			.discrim = h->v8 ? 0 : l->discrim,
+		};
+	}
+	free(script);
+	return pg_src_rows_done(src, ev, n, dropped);
+}
+
+/* The reader's next record, with its counts of what the format holds
+ * (line tables and rows as read, before any row is dropped). */
+static int next_record(pg_code_source *src, struct jd_state *s, struct pg_jd_record *rec)
+{
+	struct pg_jitdump_stats st;
+	int ret = pg_jitdump_next(s->jd, rec);
+
+	pg_jitdump_stats(s->jd, &st);
+	src->st.line_tables = st.debug_infos - st.dropped_debug;
+	src->st.lines = st.lines;
+	src->st.truncated_bytes = st.truncated_bytes;
+	return ret;
+}
+
+static int jd_next(pg_code_source *src, struct pg_code_event *ev)
+{
+	struct jd_state *s = src->state;
+	struct pg_jd_record rec;
+	int ret;
+
+	while ((ret = next_record(src, s, &rec)) > 0) {
+		ev->time = rec.timestamp;
+		ev->src_offset = rec.offset;
+		if (rec.type == PG_JD_LOAD) {
+			const struct pg_jd_load *ld = &rec.u.load;
+			const struct pg_jd_unwind *u = ld->unwind;
+
+			ev->kind = PG_CODE_LOAD;
+			ev->pid = ld->pid;
+			ev->tid = ld->tid;
+			ev->id = ld->code_index;
+			ev->addr = ld->code_addr;
+			ev->size = ld->code_size;
+			ev->name = ld->name;
+			ev->code = ld->code;
+			/* tables that map nothing describe no code of this LOAD */
+			if (u && u->mapped_size && u->eh_frame_hdr_size) {
+				s->cfi = (struct pg_code_cfi){
+					.eh_frame = u->eh_frame, .eh_frame_size = u->eh_frame_size,
+					.eh_frame_hdr = u->eh_frame_hdr,
+					.eh_frame_hdr_size = u->eh_frame_hdr_size,
+					.mapped_size = u->mapped_size,
+				};
+				ev->cfi = &s->cfi;
+			}
+			ret = jd_rows(src, s, ld, ev);
+			return ret < 0 ? ret : 1;
+		}
+		if (rec.type == PG_JD_MOVE) {
+			const struct pg_jd_move *m = &rec.u.move;
+
+			ev->kind = PG_CODE_MOVE;
+			ev->pid = m->pid;
+			ev->tid = m->tid;
+			ev->id = m->code_index;
+			ev->addr = m->new_code_addr;
+			ev->old_addr = m->old_code_addr;
+			ev->size = m->code_size;
+			return 1;
+		}
+	}
+	return ret;
+}
+
+const struct pg_src_reader pg_src_reader_jitdump = {
+	.name = "jitdump",
+	.probe = jd_probe,
+	.open = jd_open,
+	.next = jd_next,
+	.close = jd_close,
+};

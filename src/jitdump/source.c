@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/* pg_code_source: picks the reader by the first bytes and keeps what the
+ * readers share (row sorting, strings they make, counts). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jitdump/source.h"
+
+/* First match wins; bytes no reader knows go to the first, whose error
+ * says what is wrong with them. */
+static const struct pg_src_reader *const readers[] = {
+	&pg_src_reader_jitdump,
+};
+
+bool pg_code_probe(const void *buf, size_t len)
+{
+	for (size_t i = 0; i < sizeof(readers) / sizeof(readers[0]); i++)
+		if (readers[i]->probe(buf, len))
+			return true;
+	return false;
+}
+
+static int open_common(const void *buf, size_t len, const uint8_t *map, const char *name,
+		       struct pg_diag *diag, pg_code_source **out)
+{
+	pg_code_source *src = calloc(1, sizeof(*src));
+	int ret;
+
+	*out = NULL;
+	if (!src || !(src->path = strdup(name))) {
+		free(src);
+		pg_unmap_file(map, len);
+		return pg_err(diag, -ENOMEM, "%s: out of memory", name);
+	}
+	src->diag = diag;
+	src->map = map;
+	src->size = len;
+	src->st.sz = sizeof(src->st);
+	src->rd = readers[0];
+	for (size_t i = 0; i < sizeof(readers) / sizeof(readers[0]); i++)
+		if (readers[i]->probe(buf, len)) {
+			src->rd = readers[i];
+			break;
+		}
+	ret = src->rd->open(src, buf, len);
+	if (ret < 0) {
+		src->rd = NULL;
+		pg_code_close(src);
+		return ret;
+	}
+	*out = src;
+	return 0;
+}
+
+int pg_code_open(const char *path, struct pg_diag *diag, pg_code_source **out)
+{
+	const uint8_t *map;
+	size_t size;
+	int ret = pg_map_file(path, true, diag, &map, &size);
+
+	*out = NULL;
+	return ret < 0 ? ret : open_common(map, size, map, path, diag, out);
+}
+
+int pg_code_open_mem(const void *buf, size_t len, const char *name,
+		     struct pg_diag *diag, pg_code_source **out)
+{
+	return open_common(buf, len, NULL, name, diag, out);
+}
+
+void pg_code_close(pg_code_source *src)
+{
+	if (!src)
+		return;
+	if (src->rd)
+		src->rd->close(src);
+	pg_unmap_file(src->map, src->size);
+	for (size_t i = 0; i < src->names.n; i++)
+		free((char *)src->names.keys[i]);
+	pg_strmap_free(&src->names);
+	free(src->lines);
+	free(src->tmp);
+	free(src->path);
+	free(src);
+}
+
+const struct pg_code_process *pg_code_process(const pg_code_source *src)
+{
+	return &src->proc;
+}
+
+const char *pg_code_path(const pg_code_source *src)
+{
+	return src->path;
+}
+
+uint64_t pg_code_size(const pg_code_source *src)
+{
+	return src->size;
+}
+
+int pg_code_next(pg_code_source *src, struct pg_code_event *ev)
+{
+	int ret;
+
+	memset(ev, 0, sizeof(*ev));
+	ret = src->rd->next(src, ev);
+	if (ret > 0) {
+		src->st.loads += ev->kind == PG_CODE_LOAD;
+		src->st.moves += ev->kind == PG_CODE_MOVE;
+		src->st.unloads += ev->kind == PG_CODE_UNLOAD;
+	}
+	return ret;
+}
+
+void pg_code_stats(const pg_code_source *src, struct pg_code_stats *st)
+{
+	pg_sized_out(st, st->sz, &src->st, sizeof(src->st));
+}
+
+struct pg_code_line *pg_src_rows(pg_code_source *src, size_t n)
+{
+	if (!pg_grow((void **)&src->lines, &src->lines_cap, n ? n : 1, sizeof(*src->lines))) {
+		pg_err(src->diag, -ENOMEM, "%s: out of memory", src->path);
+		return NULL;
+	}
+	return src->lines;
+}
+
+/* A stable merge sort by offset: rows at one offset keep the producer's
+ * order (the last one is what a lookup there finds). */
+static void sort_rows(struct pg_code_line *a, struct pg_code_line *t, size_t n)
+{
+	size_t i = 1;
+
+	while (i < n && a[i - 1].off <= a[i].off)
+		i++;
+	if (i >= n)
+		return;		/* the common case: already in order */
+	for (size_t w = 1; w < n; w *= 2) {
+		for (size_t lo = 0; lo < n; lo += 2 * w) {
+			size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+			size_t x = lo, y = mid, k = lo;
+
+			while (x < mid && y < hi)
+				t[k++] = a[y].off < a[x].off ? a[y++] : a[x++];
+			while (x < mid)
+				t[k++] = a[x++];
+			while (y < hi)
+				t[k++] = a[y++];
+		}
+		memcpy(a, t, n * sizeof(*a));
+	}
+}
+
+int pg_src_rows_done(pg_code_source *src, struct pg_code_event *ev, size_t n,
+		      uint64_t dropped)
+{
+	if (n > 1) {
+		if (!pg_grow((void **)&src->tmp, &src->tmp_cap, n, sizeof(*src->tmp)))
+			return pg_err(src->diag, -ENOMEM, "%s: out of memory", src->path);
+		sort_rows(src->lines, src->tmp, n);
+	}
+	ev->lines = n ? src->lines : NULL;
+	ev->nlines = n;
+	ev->dropped_lines = dropped;
+	src->st.dropped_lines += dropped;
+	return 0;
+}
+
+const char *pg_src_keep_string(pg_code_source *src, char *s)
+{
+	bool added;
+	long idx = pg_strmap_intern(&src->names, s, &added);
+
+	if (idx < 0) {
+		free(s);
+		return NULL;
+	}
+	if (!added)
+		free(s);
+	return src->names.keys[idx];
+}
