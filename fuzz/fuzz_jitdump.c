@@ -129,7 +129,7 @@ static void walk_all(const uint8_t *data, size_t size)
 {
 	struct pg_diag diag;
 	struct pg_jd_record rec;
-	struct pg_jitdump_stats st;
+	struct pg_jitdump_stats st = { .sz = sizeof(st) };
 	pg_jitdump *jd = NULL;
 	uint64_t sum = 0;
 	int rc;
@@ -167,6 +167,7 @@ static void build_images(const uint8_t *data, size_t size)
 		return;
 
 	memset(&opts, 0, sizeof(opts));
+	opts.sz = sizeof(opts);
 	opts.dir = fuzz_tmpdir;
 	/* Small packs, so that a short input can fill more than one. */
 	opts.pack_limit = 0;

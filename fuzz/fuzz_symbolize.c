@@ -219,7 +219,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct pg_diag diag = { 0 };
 	struct sym_model m = { 0 };
-	struct pg_symbolizer_stats st;
+	struct pg_symbolizer_stats st = { .sz = sizeof(st) };
 	pg_symbolizer *s;
 	uint64_t *addrs = NULL, *tv, times[3 * MAX_TIME_PLS + 3];
 	size_t naddrs = 0, ntimes = 0, step;

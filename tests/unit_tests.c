@@ -226,7 +226,7 @@ static void test_image_lines(bool be)
 {
 	struct w w = { .b = { .big_endian = be } };
 	struct pg_diag d = { .warn = on_warn };
-	struct pg_elfset_opts o = { 0 };
+	struct pg_elfset_opts o = { .sz = sizeof(o) };
 	struct pg_elf_place pl[2];
 	struct pg_code_event r;
 	char dir[] = "/tmp/pg-unit-XXXXXX";

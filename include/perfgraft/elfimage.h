@@ -48,6 +48,9 @@ extern "C" {
 #endif
 
 struct pg_elfset_opts {
+	size_t sz;		/* sizeof(struct pg_elfset_opts): fields are only
+				 * ever added at the end; fields past sz read as
+				 * zero (the defaults) */
 	const char *dir;	/* existing directory for the images */
 	const char *prefix;	/* file name prefix; NULL: "jitted-<pid>" */
 	bool per_function;	/* one image per LOAD, named <prefix>-<index>.so */
@@ -95,7 +98,8 @@ typedef struct pg_elfset pg_elfset;
  * machine, and the identity the build-ids digest) and the base name of
  * dump_name (the DWARF compile unit's name) are copied; opts must not be NULL.  diag is kept for the
  * set's warnings and errors and must outlive it.  Returns 0 with *out
- * set, or a negative errno (*out NULL): -EINVAL for a prefix that is not
+ * set, or a negative errno (*out NULL): -EINVAL for opts whose sz is
+ * below sizeof(size_t) or that set bytes past this library's struct, for a prefix that is not
  * a plain file name of at most 100 bytes (or a libelf too old), the errno
  * of opening opts->dir (-ENOENT, -ENOTDIR, -EACCES), -ENOMEM. */
 int pg_elfset_new(const struct pg_code_process *proc, const char *dump_name,

@@ -167,6 +167,8 @@ int pg_jitdump_next(pg_jitdump *jd, struct pg_jd_record *rec);
 /* Counters after (or during) a walk, copied into *st; records and
  * dropped debug/unwind records are counted as the walk passes them. */
 struct pg_jitdump_stats {
+	size_t sz;		/* set by the caller: sizeof(struct pg_jitdump_stats);
+				 * fields beyond it are not written */
 	uint64_t records, loads, moves, debug_infos, unwinding_infos, closes, unknown;
 	uint64_t lines, damaged_names, dropped_debug, dropped_unwind;
 	uint64_t truncated_bytes;	/* tail bytes ignored */

@@ -124,6 +124,9 @@ int pg_symbolizer_live(pg_symbolizer *s, uint32_t pid, uint64_t time,
 /* Counts over the dumps added (a refused dump adds nothing but its
  * process's address space). */
 struct pg_symbolizer_stats {
+	size_t sz;			/* set by the caller: sizeof(struct
+					 * pg_symbolizer_stats); fields beyond
+					 * it are not written */
 	uint64_t dumps, pids;
 	uint64_t loads, moves;		/* placements made */
 	uint64_t pieces;		/* address x time pieces in the index */

@@ -158,7 +158,7 @@ static void json_record(const struct pg_jd_record *r, bool first)
 static int dump_jitdump(const char *path, bool json, struct cli_warnings *w)
 {
 	struct pg_diag diag;
-	struct pg_jitdump_stats st;
+	struct pg_jitdump_stats st = { .sz = sizeof(st) };
 	struct pg_jd_record rec;
 	const struct pg_jd_header *h;
 	pg_jitdump *jd;
@@ -190,11 +190,15 @@ static int dump_jitdump(const char *path, bool json, struct cli_warnings *w)
 		printf("%s: jitdump version %u, %s-endian, %d-bit, e_machine %u, pid %u\n", path,
 		       h->version, h->big_endian ? "big" : "little", h->is_64bit ? 64 : 32,
 		       h->elf_mach, h->pid);
-		printf("header: total_size %u, pad1 0x%x, timestamp %llu, flags 0x%llx%s%s\n",
+		printf("header: total_size %u, pad1 0x%x, timestamp %llu, flags 0x%llx%s",
 		       h->total_size, h->pad1, (unsigned long long)h->timestamp,
 		       (unsigned long long)h->flags,
-		       h->flags & PG_JITDUMP_FLAG_ARCH_TIMESTAMP ? " (ARCH_TIMESTAMP)" : "",
-		       h->v8 ? "; written by V8: line addresses are 0x40 past their instruction" : "");
+		       h->flags & PG_JITDUMP_FLAG_ARCH_TIMESTAMP ? " (ARCH_TIMESTAMP)" : "");
+		/* the reader's finding: what the producer added to line addresses */
+		if (h->v8)
+			printf("; written by V8: line addresses are 0x%x past their instruction",
+			       h->line_bias);
+		printf("\n");
 		printf("    offset  record\n");
 	}
 	while ((ret = pg_jitdump_next(jd, &rec)) > 0) {

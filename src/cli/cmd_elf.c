@@ -49,7 +49,7 @@ int cmd_elf(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	struct pg_elfset_opts eo = { .dir = "." };
+	struct pg_elfset_opts eo = { .sz = sizeof(eo), .dir = "." };
 	struct cli_warnings w = { 0 };
 	struct pg_code_stats st = { .sz = sizeof(st) };
 	struct pg_diag diag;

@@ -46,7 +46,7 @@ int cmd_perf_map(int argc, char **argv)
 		{ 0 }
 	};
 	struct cli_warnings cw = { 0 };
-	struct pg_symbolizer_stats st;
+	struct pg_symbolizer_stats st = { .sz = sizeof(st) };
 	struct pg_perfmap_stats ms = { .sz = sizeof(ms) };
 	FILE *f = NULL;
 	struct pg_outfile of = { .fd = -1 };

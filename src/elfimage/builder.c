@@ -104,14 +104,18 @@ static bool is_symlink(const char *path)
 }
 
 int pg_elfset_new(const struct pg_code_process *hdr, const char *dump_name,
-		  const struct pg_elfset_opts *opts, struct pg_diag *diag,
+		  const struct pg_elfset_opts *caller_opts, struct pg_diag *diag,
 		  pg_elfset **out)
 {
+	struct pg_elfset_opts o, *opts = &o;
 	pg_elfset *set;
 	const char *base = strrchr(dump_name, '/');
 	char pfx[64];
 
 	*out = NULL;
+	if (pg_sized_in(&o, sizeof(o), caller_opts, caller_opts ? caller_opts->sz : 0) < 0)
+		return pg_err(diag, -EINVAL, "image options of %zu bytes: not a struct pg_elfset_opts of this library (set sz to its size, and nothing past it)",
+			      caller_opts ? caller_opts->sz : 0);
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return pg_err(diag, -EINVAL, "libelf is out of date: %s", elf_errmsg(-1));
 	set = calloc(1, sizeof(*set));

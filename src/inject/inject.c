@@ -288,7 +288,7 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 {
 	const struct pg_pd_time_conv *tc = pg_perfdata_time_conv(j->pd);
 	struct pg_diag dd = { .warn = j->diag->warn, .ctx = j->diag->ctx };
-	struct pg_elfset_opts eo = { .dir = j->image_dir, .per_function = j->o->per_function,
+	struct pg_elfset_opts eo = { .sz = sizeof(eo), .dir = j->image_dir, .per_function = j->o->per_function,
 				     .cfi_layout_perf_5_19 = j->cfi_compat,
 				     .build_id_names = true,
 				     .dir_nofollow = !j->o->image_dir };

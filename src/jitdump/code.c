@@ -111,7 +111,7 @@ static int jd_rows(pg_code_source *src, struct jd_state *s, const struct pg_jd_l
  * (line tables and rows as read, before any row is dropped). */
 static int next_record(pg_code_source *src, struct jd_state *s, struct pg_jd_record *rec)
 {
-	struct pg_jitdump_stats st;
+	struct pg_jitdump_stats st = { .sz = sizeof(st) };
 	int ret = pg_jitdump_next(s->jd, rec);
 
 	pg_jitdump_stats(s->jd, &st);

@@ -239,7 +239,10 @@ uint64_t pg_jitdump_size(const pg_jitdump *jd)
 
 void pg_jitdump_stats(const pg_jitdump *jd, struct pg_jitdump_stats *st)
 {
-	*st = jd->st;
+	struct pg_jitdump_stats v = jd->st;
+
+	v.sz = st->sz;
+	pg_sized_out(st, st->sz, &v, sizeof(v));
 }
 
 /* Could a debug entry start at p?  Used to find where a name really ends

@@ -837,7 +837,7 @@ static int do_selftest(const char *dir)
 		struct pg_diag rd = { 0 };
 		pg_jitdump *jd;
 		struct pg_jd_record r;
-		struct pg_jitdump_stats st;
+		struct pg_jitdump_stats st = { .sz = sizeof(st) };
 		const struct pg_jd_header *h;
 		int types[16], n = 0;
 		uint64_t last = 0;
