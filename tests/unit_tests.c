@@ -12,6 +12,7 @@
 #include <elfutils/libdw.h>
 #include <gelf.h>
 
+#include <perfgraft/code.h>
 #include <perfgraft/elfimage.h>
 #include <perfgraft/jitdump.h>
 #include "perfdata/synth.h"
@@ -358,6 +359,86 @@ static void test_synth(bool be)
 #undef U64
 }
 
+/* One DEBUG_INFO row, file given with its length (control bytes allowed). */
+static void w_row(struct w *w, uint64_t addr, uint32_t line, uint32_t disc, const char *file,
+		  size_t flen)
+{
+	pg_buf_u64(&w->b, addr);
+	pg_buf_u32(&w->b, line);
+	pg_buf_u32(&w->b, disc);
+	pg_buf_add(&w->b, file, flen);
+	pg_buf_u8(&w->b, 0);
+}
+
+/* The code model undoes the producers' quirks in the reader: V8's bias and
+ * column, node's damaged names; rows outside the code or without a line
+ * dropped and counted; rows sorted by offset, equal offsets in file order.
+ * A dump not written by V8 keeps its discriminators. */
+static void test_code_model(bool be, bool v8)
+{
+	static const char script[] = "/srv/app/lib/handlers/report.js";
+	static const char name[] = "JS:*report /srv/app/lib/handlers/report.js:12:7";
+	struct w w = { .b = { .big_endian = be } };
+	struct pg_diag d = { .warn = on_warn };
+	struct pg_code_stats st = { .sz = sizeof(st) };
+	struct pg_code_event ev;
+	pg_code_source *src;
+	uint32_t bias = v8 ? 0x40 : 0;
+	char damaged[sizeof(script)];
+	size_t at;
+
+	memcpy(damaged, script, sizeof(script));
+	memcpy(damaged, "\x01\x02\x03\x04\x05\x06", 6);	/* node's overwritten head */
+	w_hdr(&w, 1, be ? 21 : 62, v8 ? 0xdeadbeef : 0);
+	at = w_rec(&w, PG_JD_DEBUG_INFO, 999);
+	pg_buf_u64(&w.b, 0x7000);
+	pg_buf_u64(&w.b, 6);
+	w_row(&w, 0x7000 + bias + 8, 21, 4, "a.js", 4);
+	w_row(&w, 0x7000 + bias + 2, 20, 3, damaged, strlen(script));
+	w_row(&w, 0x7000 + bias + 8, 22, 5, "b.js", 4);
+	w_row(&w, 0x7000 + bias - 1, 23, 1, "a.js", 4);	/* before the code */
+	w_row(&w, 0x7000 + bias + 100, 24, 1, "a.js", 4);	/* after it */
+	w_row(&w, 0x7000 + bias + 5, 0, 1, "a.js", 4);		/* no line */
+	w_end(&w, at);
+	w_load(&w, name, 0x7000, 3);
+	CHECK(pg_code_open_mem(w.b.p, w.b.len, "m.dump", &d, &src) == 0, "open: %s", d.err);
+	if (!src)
+		goto out;
+	CHECK(pg_code_process(src)->pid == 4242 && pg_code_process(src)->big_endian == be &&
+	      pg_code_process(src)->is_64bit && !pg_code_process(src)->arch_time, "process");
+	CHECK(pg_code_next(src, &ev) == 1 && ev.kind == PG_CODE_LOAD, "LOAD: %s", d.err);
+	CHECK(ev.addr == 0x7000 && ev.size == sizeof(code1) && ev.id == 3 && !strcmp(ev.name, name) &&
+	      ev.time == 1003 && !ev.cfi && !ev.ninlines, "LOAD fields");
+	CHECK(ev.nlines == 3 && ev.dropped_lines == 3, "%s: %zu rows, %llu dropped", v8 ? "V8" : "plain",
+	      ev.nlines, (unsigned long long)ev.dropped_lines);
+	if (ev.nlines == 3) {
+		static const struct { uint64_t off; uint32_t line, disc; const char *file; } want[] = {
+			{ 2, 20, 3, script }, { 8, 21, 4, "a.js" }, { 8, 22, 5, "b.js" },
+		};
+
+		for (int i = 0; i < 3; i++) {
+			const struct pg_code_line *l = &ev.lines[i];
+			/* only V8's damaged names are recovered: its names carry the script */
+			const char *file = !v8 && i == 0 ? NULL : want[i].file;
+
+			CHECK(l->off == want[i].off && l->line == want[i].line &&
+			      l->column == (v8 ? want[i].disc : 0) &&
+			      l->discrim == (v8 ? 0 : want[i].disc) &&
+			      (file ? l->file && !strcmp(l->file, file) : !l->file),
+			      "%s row %d: +%llu %s:%u col %u disc %u", v8 ? "V8" : "plain", i,
+			      (unsigned long long)l->off, l->file ? l->file : "(null)", l->line,
+			      l->column, l->discrim);
+		}
+	}
+	CHECK(pg_code_next(src, &ev) == 0, "end");
+	pg_code_stats(src, &st);
+	CHECK(st.loads == 1 && st.line_tables == 1 && st.lines == 6 && st.dropped_lines == 3 &&
+	      st.recovered_names == (v8 ? 1u : 0u), "stats");
+	pg_code_close(src);
+out:
+	pg_buf_free(&w.b);
+}
+
 int main(void)
 {
 	test_encoders();
@@ -367,6 +448,8 @@ int main(void)
 	test_reader(true);
 	test_image_lines(false);
 	test_image_lines(true);
+	for (int i = 0; i < 4; i++)
+		test_code_model(i & 1, i & 2);
 	printf("%d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
 }

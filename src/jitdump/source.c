@@ -7,6 +7,8 @@
 
 #include "jitdump/source.h"
 
+extern const struct pg_src_reader pg_src_reader_jitdump;	/* code.c */
+
 /* First match wins; bytes no reader knows go to the first, whose error
  * says what is wrong with them. */
 static const struct pg_src_reader *const readers[] = {

@@ -2,7 +2,7 @@
 /* The readers behind pg_code_source (include/perfgraft/code.h): each turns
  * its format into code-model events and normalises its producers' quirks
  * itself, so that nothing after it knows which format the code came from.
- * A new format is a reader file and a line in source.c's table. */
+ * A new format is a reader file and its two lines in source.c. */
 #ifndef PG_JITDUMP_SOURCE_H
 #define PG_JITDUMP_SOURCE_H
 
@@ -33,8 +33,6 @@ struct pg_code_source {
 	size_t lines_cap, tmp_cap;
 	struct pg_strmap names;	/* strings readers made (recovered file names) */
 };
-
-extern const struct pg_src_reader pg_src_reader_jitdump;
 
 /* Room for n rows of the current LOAD (NULL: out of memory, reported). */
 struct pg_code_line *pg_src_rows(pg_code_source *src, size_t n);
