@@ -146,6 +146,9 @@ struct pg_code_stats {
 				 * or without a line */
 	uint64_t recovered_names;	/* LOADs whose damaged file names were recovered */
 	uint64_t truncated_bytes;	/* tail bytes ignored */
+	uint64_t inlines;		/* inline ranges kept */
+	uint64_t dropped_inlines;	/* inline ranges dropped: empty, outside
+					 * their code, out of order */
 };
 /* Counts so far; st->sz must be set (fields beyond it are not written). */
 void pg_code_stats(const pg_code_source *src, struct pg_code_stats *st);

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* jitdump reader: a streaming iterator over a memory-mapped jit-PID.dump.
  *
- * Records come out one at a time, byte-swapped to host order.  DEBUG_INFO
- * and UNWINDING_INFO are not returned on their own by default: they are
- * pending state that the next LOAD carries (as every producer intends).
- * Pointers in a record (names, code bytes, unwind blobs) point into the
- * mapping and stay valid until pg_jitdump_close(); the decoded line array
- * of a LOAD stays valid only until the next pg_jitdump_next() call.
+ * Records come out one at a time, byte-swapped to host order.  DEBUG_INFO,
+ * UNWINDING_INFO and INLINE_INFO are not returned on their own by default:
+ * they are pending state that the next LOAD carries (as every producer
+ * intends).  Pointers in a record (names, code bytes, unwind blobs) point
+ * into the mapping and stay valid until pg_jitdump_close(); the decoded
+ * line, range and frame arrays of a LOAD stay valid only until the next
+ * pg_jitdump_next() call.
  *
  * Errors: 0 (or 1 for a record) on success, a negative errno on failure
  * with the message, naming the file and byte offset, in the pg_diag given
@@ -34,6 +35,10 @@ enum pg_jd_type {
 	PG_JD_DEBUG_INFO = 2,
 	PG_JD_CLOSE = 3,
 	PG_JD_UNWINDING_INFO = 4,
+	/* perfgraft's extension records (docs/jitdump-extensions.md): ids far
+	 * above perf's, which perf skips as unknown */
+	PG_JD_INLINE_INFO = 0x70670001,	/* inline chains of the next LOAD */
+	PG_JD_UNLOAD = 0x70670002,	/* the code of a LOAD is gone */
 };
 
 struct pg_jd_header {
@@ -83,6 +88,34 @@ struct pg_jd_unwind {
 	const uint8_t *eh_frame_hdr;	/* eh_frame_hdr_size bytes, after it */
 };
 
+/* A function of an inline chain (INLINE_INFO): name and the line it is
+ * at (the innermost's executing line, an outer one's call line). */
+struct pg_jd_frame {
+	const char *func;	/* NUL-terminated, in the mapping */
+	const char *file;	/* NULL: not given */
+	uint32_t line;
+};
+
+/* Code [code_addr + off, + len) runs frames[0] inlined into frames[1] ...
+ * into frames[nframes - 1], the LOAD's own function. */
+struct pg_jd_inline_range {
+	uint32_t off, len;
+	uint32_t nframes;	/* 2 .. PG_JD_MAX_FRAMES */
+	const struct pg_jd_frame *frames;	/* innermost first */
+};
+
+#define PG_JD_MAX_FRAMES 1024
+
+struct pg_jd_inline {
+	uint64_t offset;	/* file offset of the INLINE_INFO record */
+	uint64_t timestamp;
+	uint64_t code_addr;	/* of the LOAD it describes */
+	uint32_t nr_strings, nr_ranges;	/* as recorded */
+	bool dropped;		/* did not parse: no ranges kept */
+	size_t nranges;
+	const struct pg_jd_inline_range *ranges;
+};
+
 struct pg_jd_load {
 	uint32_t pid, tid;
 	uint64_t vma, code_addr, code_size, code_index;
@@ -90,6 +123,13 @@ struct pg_jd_load {
 	const uint8_t *code;		/* code_size bytes */
 	const struct pg_jd_debug *debug;	/* pending DEBUG_INFO or NULL */
 	const struct pg_jd_unwind *unwind;	/* pending UNWINDING_INFO or NULL */
+	const struct pg_jd_inline *inl;	/* pending INLINE_INFO or NULL */
+};
+
+/* The code a LOAD put at code_addr is gone (a JIT freed it). */
+struct pg_jd_unload {
+	uint32_t pid, tid;
+	uint64_t code_addr, code_size, code_index;
 };
 
 struct pg_jd_move {
@@ -108,12 +148,16 @@ struct pg_jd_record {
 		struct pg_jd_move move;
 		struct pg_jd_debug debug;
 		struct pg_jd_unwind unwind;
+		struct pg_jd_inline inl;
+		struct pg_jd_unload unload;
+		uint64_t reserved[16];	/* room for records to come */
 	} u;
 };
 
 /* Open flags. */
 #define PG_JITDUMP_ALL_RECORDS (1u << 0) /* also return DEBUG_INFO, UNWINDING_INFO,
-					  * CLOSE and unknown ids as records */
+					  * INLINE_INFO, CLOSE and unknown
+					  * ids as records */
 
 typedef struct pg_jitdump pg_jitdump;
 
@@ -156,12 +200,14 @@ uint64_t pg_jitdump_size(const pg_jitdump *jd);
  * negative errno (-EINVAL): the file is damaged at the offset named in
  * diag->err (a record size smaller than its header or its fixed part, a
  * LOAD whose code or name does not fit).  After 0 or an error the walk is
- * over: later calls return 0.  A LOAD's debug and unwind pointers refer to
- * state inside the handle that the next call replaces: use them, or copy
- * what is needed, before calling again.  With PG_JITDUMP_ALL_RECORDS a
- * DEBUG_INFO or UNWINDING_INFO is returned as a record and still carried
- * by the next LOAD; without it CLOSE and unknown ids are skipped.  An
- * unknown id is a warning either way. */
+ * over: later calls return 0.  A LOAD's debug, unwind and inl pointers
+ * refer to state inside the handle that the next call replaces: use them,
+ * or copy what is needed, before calling again.  With
+ * PG_JITDUMP_ALL_RECORDS a DEBUG_INFO, UNWINDING_INFO or INLINE_INFO is
+ * returned as a record and still carried by the next LOAD; without it
+ * CLOSE and unknown ids are skipped.  UNLOAD is always returned.  An
+ * unknown id is a warning either way; a damaged INLINE_INFO is dropped
+ * with a warning, as a damaged DEBUG_INFO. */
 int pg_jitdump_next(pg_jitdump *jd, struct pg_jd_record *rec);
 
 /* Counters after (or during) a walk, copied into *st; records and
@@ -172,6 +218,7 @@ struct pg_jitdump_stats {
 	uint64_t records, loads, moves, debug_infos, unwinding_infos, closes, unknown;
 	uint64_t lines, damaged_names, dropped_debug, dropped_unwind;
 	uint64_t truncated_bytes;	/* tail bytes ignored */
+	uint64_t inline_infos, unloads, dropped_inline;
 };
 void pg_jitdump_stats(const pg_jitdump *jd, struct pg_jitdump_stats *st);
 

@@ -84,6 +84,37 @@ static void text_record(const struct pg_jd_record *r, const struct pg_jd_header 
 		       (unsigned long long)u->mapped_size, u->dropped ? " (dropped: inconsistent)" : "");
 		break;
 	}
+	case PG_JD_INLINE_INFO: {
+		const struct pg_jd_inline *in = &r->u.inl;
+
+		printf("  code 0x%llx strings %u ranges %u%s\n", (unsigned long long)in->code_addr,
+		       in->nr_strings, in->nr_ranges, in->dropped ? " (dropped: damaged)" : "");
+		for (size_t i = 0; i < in->nranges; i++) {
+			const struct pg_jd_inline_range *rg = &in->ranges[i];
+
+			printf("            +0x%x..+0x%llx ", rg->off,
+			       (unsigned long long)rg->off + rg->len);
+			for (uint32_t k = 0; k < rg->nframes; k++) {
+				const struct pg_jd_frame *f = &rg->frames[k];
+
+				printf(" %s", k ? "<- " : "");
+				out_escaped(stdout, f->func);
+				printf(" (");
+				out_escaped(stdout, f->file ? f->file : "??");
+				printf(":%u)", f->line);
+			}
+			printf("\n");
+		}
+		return;
+	}
+	case PG_JD_UNLOAD: {
+		const struct pg_jd_unload *u = &r->u.unload;
+
+		printf("  pid %u tid %u code 0x%llx size %llu index %llu", u->pid, u->tid,
+		       (unsigned long long)u->code_addr, (unsigned long long)u->code_size,
+		       (unsigned long long)u->code_index);
+		break;
+	}
 	case PG_JD_CLOSE:
 		break;
 	default:
@@ -149,6 +180,39 @@ static void json_record(const struct pg_jd_record *r, bool first)
 		       (unsigned long long)u->mapped_size, u->dropped ? "true" : "false");
 		break;
 	}
+	case PG_JD_INLINE_INFO: {
+		const struct pg_jd_inline *in = &r->u.inl;
+
+		printf(",\"code_addr\":%llu,\"nr_strings\":%u,\"nr_ranges\":%u,\"dropped\":%s,\"ranges\":[",
+		       (unsigned long long)in->code_addr, in->nr_strings, in->nr_ranges,
+		       in->dropped ? "true" : "false");
+		for (size_t i = 0; i < in->nranges; i++) {
+			const struct pg_jd_inline_range *rg = &in->ranges[i];
+
+			printf("%s{\"off\":%u,\"len\":%u,\"frames\":[", i ? "," : "", rg->off, rg->len);
+			for (uint32_t k = 0; k < rg->nframes; k++) {
+				printf("%s{\"func\":", k ? "," : "");
+				json_str(stdout, rg->frames[k].func);
+				printf(",\"file\":");
+				if (rg->frames[k].file)
+					json_str(stdout, rg->frames[k].file);
+				else
+					printf("null");
+				printf(",\"line\":%u}", rg->frames[k].line);
+			}
+			printf("]}");
+		}
+		printf("]");
+		break;
+	}
+	case PG_JD_UNLOAD: {
+		const struct pg_jd_unload *u = &r->u.unload;
+
+		printf(",\"pid\":%u,\"tid\":%u,\"code_addr\":%llu,\"code_size\":%llu,\"code_index\":%llu",
+		       u->pid, u->tid, (unsigned long long)u->code_addr,
+		       (unsigned long long)u->code_size, (unsigned long long)u->code_index);
+		break;
+	}
 	default:
 		break;
 	}
@@ -212,18 +276,24 @@ static int dump_jitdump(const char *path, bool json, struct cli_warnings *w)
 	if (json) {
 		printf("\n],");
 		json_warnings_error(stdout, w, ret < 0 ? diag.err : NULL);
-		printf(",\"summary\":{\"records\":%llu,\"loads\":%llu,\"moves\":%llu,\"debug_infos\":%llu,\"unwinding_infos\":%llu,\"closes\":%llu,\"unknown\":%llu,\"lines\":%llu,\"damaged_names\":%llu,\"truncated_bytes\":%llu}}\n",
+		printf(",\"summary\":{\"records\":%llu,\"loads\":%llu,\"moves\":%llu,\"debug_infos\":%llu,\"unwinding_infos\":%llu,\"closes\":%llu,\"unknown\":%llu,\"lines\":%llu,\"damaged_names\":%llu,\"truncated_bytes\":%llu,\"inline_infos\":%llu,\"unloads\":%llu}}\n",
 		       (unsigned long long)st.records, (unsigned long long)st.loads,
 		       (unsigned long long)st.moves, (unsigned long long)st.debug_infos,
 		       (unsigned long long)st.unwinding_infos, (unsigned long long)st.closes,
 		       (unsigned long long)st.unknown, (unsigned long long)st.lines,
-		       (unsigned long long)st.damaged_names, (unsigned long long)st.truncated_bytes);
+		       (unsigned long long)st.damaged_names, (unsigned long long)st.truncated_bytes,
+		       (unsigned long long)st.inline_infos, (unsigned long long)st.unloads);
 	} else {
-		printf("summary: %llu records: %llu LOAD, %llu MOVE, %llu DEBUG_INFO (%llu lines), %llu UNWINDING_INFO, %llu CLOSE, %llu unknown\n",
+		printf("summary: %llu records: %llu LOAD, %llu MOVE, %llu DEBUG_INFO (%llu lines), %llu UNWINDING_INFO, %llu CLOSE, %llu unknown",
 		       (unsigned long long)st.records, (unsigned long long)st.loads,
 		       (unsigned long long)st.moves, (unsigned long long)st.debug_infos,
 		       (unsigned long long)st.lines, (unsigned long long)st.unwinding_infos,
 		       (unsigned long long)st.closes, (unsigned long long)st.unknown);
+		/* perfgraft's own records, only where a dump has them */
+		if (st.inline_infos || st.unloads)
+			printf(", %llu INLINE_INFO, %llu UNLOAD", (unsigned long long)st.inline_infos,
+			       (unsigned long long)st.unloads);
+		printf("\n");
 	}
 	pg_jitdump_close(jd);
 	if (ret < 0) {

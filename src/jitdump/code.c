@@ -4,7 +4,9 @@
  *  - V8 adds 0x40 (0x34 on 32-bit) to every line address: removed;
  *  - V8 writes the 1-based column where the discriminator goes: moved;
  *  - node damages the first bytes of script names: recovered (recover.c);
- *  - rows outside their code or with line 0 are dropped, rows sorted. */
+ *  - rows outside their code or with line 0 are dropped, rows sorted;
+ *  - inline ranges (perfgraft's INLINE_INFO) that are empty, outside the
+ *    code or out of order are dropped. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,9 @@ struct jd_state {
 	struct pg_code_cfi cfi;
 	struct pg_jd_line *scratch;	/* lines with recovered names */
 	size_t scratch_cap;
+	struct pg_code_inline *inl;	/* the current LOAD's chains */
+	struct pg_code_frame *frames;
+	size_t inl_cap, frames_cap;
 };
 
 static bool jd_probe(const void *buf, size_t len)
@@ -56,6 +61,8 @@ static void jd_close(pg_code_source *src)
 		return;
 	pg_jitdump_close(s->jd);
 	free(s->scratch);
+	free(s->inl);
+	free(s->frames);
 	free(s);
 }
 
@@ -107,6 +114,59 @@ static int jd_rows(pg_code_source *src, struct jd_state *s, const struct pg_jd_l
 	return pg_src_rows_done(src, ev, n, dropped);
 }
 
+/* The LOAD's inline chains (INLINE_INFO), as the model has them: ranges
+ * inside the code, not empty, in order without overlap. */
+static int jd_inlines(pg_code_source *src, struct jd_state *s, const struct pg_jd_load *ld,
+		      struct pg_code_event *ev)
+{
+	const struct pg_jd_inline *in = ld->inl;
+	size_t n = 0, nf = 0, total = 0, bad = 0;
+	uint64_t end = 0;
+
+	if (!in || !in->nranges)
+		return 0;
+	if (in->code_addr != ld->code_addr) {
+		pg_warn(src->diag, "%s: offset %llu: INLINE_INFO is for code at 0x%llx, the LOAD after it is at 0x%llx; chains dropped",
+			src->path, (unsigned long long)in->offset, (unsigned long long)in->code_addr,
+			(unsigned long long)ld->code_addr);
+		src->st.dropped_inlines += in->nranges;
+		return 0;
+	}
+	for (size_t i = 0; i < in->nranges; i++)
+		total += in->ranges[i].nframes;
+	if (!pg_grow((void **)&s->inl, &s->inl_cap, in->nranges, sizeof(*s->inl)) ||
+	    !pg_grow((void **)&s->frames, &s->frames_cap, total, sizeof(*s->frames)))
+		return pg_err(src->diag, -ENOMEM, "%s: out of memory", src->path);
+	for (size_t i = 0; i < in->nranges; i++) {
+		const struct pg_jd_inline_range *r = &in->ranges[i];
+		struct pg_code_inline *o;
+
+		if (!r->len || r->off < end || (uint64_t)r->off + r->len > ld->code_size) {
+			bad++;
+			continue;
+		}
+		end = (uint64_t)r->off + r->len;
+		o = &s->inl[n++];
+		o->off = r->off;
+		o->len = r->len;
+		o->nframes = r->nframes;
+		o->frames = &s->frames[nf];
+		for (uint32_t k = 0; k < r->nframes; k++)
+			s->frames[nf++] = (struct pg_code_frame){ .func = r->frames[k].func,
+				.file = r->frames[k].file, .line = r->frames[k].line };
+	}
+	if (bad) {
+		pg_warn(src->diag, "%s: offset %llu: INLINE_INFO has %zu range%s that %s empty, outside the code or out of order; dropped",
+			src->path, (unsigned long long)in->offset, bad, bad == 1 ? "" : "s",
+			bad == 1 ? "is" : "are");
+		src->st.dropped_inlines += bad;
+	}
+	ev->inlines = n ? s->inl : NULL;
+	ev->ninlines = n;
+	src->st.inlines += n;
+	return 0;
+}
+
 /* The reader's next record, with its counts of what the format holds
  * (line tables and rows as read, before any row is dropped). */
 static int next_record(pg_code_source *src, struct jd_state *s, struct pg_jd_record *rec)
@@ -153,6 +213,8 @@ static int jd_next(pg_code_source *src, struct pg_code_event *ev)
 				ev->cfi = &s->cfi;
 			}
 			ret = jd_rows(src, s, ld, ev);
+			if (ret >= 0)
+				ret = jd_inlines(src, s, ld, ev);
 			return ret < 0 ? ret : 1;
 		}
 		if (rec.type == PG_JD_MOVE) {
@@ -165,6 +227,17 @@ static int jd_next(pg_code_source *src, struct pg_code_event *ev)
 			ev->addr = m->new_code_addr;
 			ev->old_addr = m->old_code_addr;
 			ev->size = m->code_size;
+			return 1;
+		}
+		if (rec.type == PG_JD_UNLOAD) {
+			const struct pg_jd_unload *u = &rec.u.unload;
+
+			ev->kind = PG_CODE_UNLOAD;
+			ev->pid = u->pid;
+			ev->tid = u->tid;
+			ev->id = u->code_index;
+			ev->addr = u->code_addr;
+			ev->size = u->code_size;
 			return 1;
 		}
 	}

@@ -22,6 +22,11 @@
 #define DEBUG_FIXED 16
 #define DEBUG_ENTRY_MIN 17	/* addr, line, discrim, at least the NUL */
 #define UNWIND_FIXED 24
+#define INLINE_FIXED 16	/* code_addr, nr_strings, nr_ranges */
+#define RANGE_FIXED 12		/* off, len, nframes */
+#define FRAME_SIZE 12		/* func, file, line */
+#define NO_STRING 0xffffffffu
+#define UNLOAD_FIXED 32
 /* A line address this far past the DEBUG_INFO's code address is not one. */
 #define LINE_ADDR_SPAN (1ull << 30)
 /* how many leading bytes of a file name node may overwrite */
@@ -45,6 +50,12 @@ struct pg_jitdump {
 	size_t lines_cap;
 	struct pg_jd_unwind unw;
 	bool have_unw;
+	struct pg_jd_inline inl;
+	bool have_inl;
+	const char **strs;	/* INLINE_INFO's strings */
+	struct pg_jd_inline_range *ranges;
+	struct pg_jd_frame *frames;
+	size_t strs_cap, ranges_cap, frames_cap;
 
 	struct pg_jitdump_stats st;
 };
@@ -218,6 +229,9 @@ void pg_jitdump_close(pg_jitdump *jd)
 	if (jd->mapped)
 		pg_unmap_file(jd->base, jd->size);
 	free(jd->lines);
+	free(jd->strs);
+	free(jd->ranges);
+	free(jd->frames);
 	free(jd->name);
 	free(jd);
 }
@@ -420,6 +434,96 @@ static void parse_unwind(pg_jitdump *jd, uint64_t off, const uint8_t *body,
 	u->eh_frame_hdr = u->eh_frame + u->eh_frame_size;
 }
 
+/* Drops an INLINE_INFO that does not parse, saying why. */
+static bool drop_inline(pg_jitdump *jd, uint64_t off, struct pg_jd_inline *in, const char *why,
+			unsigned long long what)
+{
+	pg_warn(jd->diag, "%s: offset %llu: INLINE_INFO %s %llu; record dropped",
+		jd->name, (unsigned long long)off, why, what);
+	in->dropped = true;
+	in->nranges = 0;
+	in->ranges = NULL;
+	jd->st.dropped_inline++;
+	return false;
+}
+
+/* Decodes an INLINE_INFO body: a string table, then ranges of frames
+ * naming its strings (docs/jitdump-extensions.md).  Every count is checked
+ * against the bytes left, so the decoded arrays stay within a small
+ * multiple of the record's size. */
+static bool parse_inline(pg_jitdump *jd, uint64_t off, const uint8_t *body, uint32_t blen,
+			 struct pg_jd_inline *in)
+{
+	const uint8_t *q = body + INLINE_FIXED, *end = body + blen;
+	size_t nframes = 0;
+
+	in->code_addr = rd64(jd, body);
+	in->nr_strings = rd32(jd, body + 8);
+	in->nr_ranges = rd32(jd, body + 12);
+	in->dropped = false;
+	if (in->nr_strings > (size_t)(end - q))
+		return drop_inline(jd, off, in, "string count does not fit:", in->nr_strings);
+	if (!pg_grow((void **)&jd->strs, &jd->strs_cap, in->nr_strings ? in->nr_strings : 1,
+		     sizeof(*jd->strs)))
+		return drop_inline(jd, off, in, "is too big for memory: strings", in->nr_strings);
+	for (uint32_t i = 0; i < in->nr_strings; i++) {
+		const uint8_t *nul = memchr(q, 0, (size_t)(end - q));
+
+		if (!nul)
+			return drop_inline(jd, off, in, "string runs past the end of its record: string", i);
+		jd->strs[i] = (const char *)q;
+		q = nul + 1;
+	}
+	if (in->nr_ranges > (size_t)(end - q) / (RANGE_FIXED + 2 * FRAME_SIZE))
+		return drop_inline(jd, off, in, "range count does not fit:", in->nr_ranges);
+	/* sizes first, so that the arrays are allocated once */
+	{
+		const uint8_t *r = q;
+
+		for (uint32_t i = 0; i < in->nr_ranges; i++) {
+			uint32_t n;
+
+			if (end - r < RANGE_FIXED)
+				return drop_inline(jd, off, in, "range runs past the end of its record: range", i);
+			n = rd32(jd, r + 8);
+			if (n < 2 || n > PG_JD_MAX_FRAMES)
+				return drop_inline(jd, off, in, "range has a frame count out of 2..1024:", n);
+			if ((size_t)(end - r - RANGE_FIXED) / FRAME_SIZE < n)
+				return drop_inline(jd, off, in, "range runs past the end of its record: range", i);
+			r += RANGE_FIXED + (size_t)n * FRAME_SIZE;
+			nframes += n;
+		}
+	}
+	if (!pg_grow((void **)&jd->ranges, &jd->ranges_cap, in->nr_ranges ? in->nr_ranges : 1,
+		     sizeof(*jd->ranges)) ||
+	    !pg_grow((void **)&jd->frames, &jd->frames_cap, nframes ? nframes : 1, sizeof(*jd->frames)))
+		return drop_inline(jd, off, in, "is too big for memory: frames", nframes);
+	nframes = 0;
+	for (uint32_t i = 0; i < in->nr_ranges; i++) {
+		struct pg_jd_inline_range *rg = &jd->ranges[i];
+
+		rg->off = rd32(jd, q);
+		rg->len = rd32(jd, q + 4);
+		rg->nframes = rd32(jd, q + 8);
+		rg->frames = &jd->frames[nframes];
+		q += RANGE_FIXED;
+		for (uint32_t k = 0; k < rg->nframes; k++, q += FRAME_SIZE) {
+			struct pg_jd_frame *f = &jd->frames[nframes++];
+			uint32_t fn = rd32(jd, q), fl = rd32(jd, q + 4);
+
+			if (fn >= in->nr_strings || (fl != NO_STRING && fl >= in->nr_strings))
+				return drop_inline(jd, off, in, "frame names a string that is not there: index",
+						   fn >= in->nr_strings ? fn : fl);
+			f->func = jd->strs[fn];
+			f->file = fl == NO_STRING ? NULL : jd->strs[fl];
+			f->line = rd32(jd, q + 8);
+		}
+	}
+	in->ranges = jd->ranges;
+	in->nranges = in->nr_ranges;
+	return true;
+}
+
 int pg_jitdump_next(pg_jitdump *jd, struct pg_jd_record *rec)
 {
 	bool all = jd->flags & PG_JITDUMP_ALL_RECORDS;
@@ -503,7 +607,8 @@ int pg_jitdump_next(pg_jitdump *jd, struct pg_jd_record *rec)
 			ld->name = (const char *)name;
 			ld->debug = jd->have_dbg ? &jd->dbg : NULL;
 			ld->unwind = jd->have_unw ? &jd->unw : NULL;
-			jd->have_dbg = jd->have_unw = false;
+			ld->inl = jd->have_inl ? &jd->inl : NULL;
+			jd->have_dbg = jd->have_unw = jd->have_inl = false;
 			jd->st.loads++;
 			return 1;
 		}
@@ -559,6 +664,40 @@ int pg_jitdump_next(pg_jitdump *jd, struct pg_jd_record *rec)
 				return 1;
 			}
 			continue;
+		case PG_JD_INLINE_INFO:
+			if (blen < INLINE_FIXED) {
+				jd->done = true;
+				return pg_err(jd->diag, -EINVAL, "%s: offset %llu: INLINE_INFO record of %u bytes is smaller than its %d-byte fixed part",
+					      jd->name, (unsigned long long)off, tsz, REC_HDR + INLINE_FIXED);
+			}
+			jd->st.inline_infos++;
+			if (jd->have_inl)
+				jd->st.dropped_inline++;	/* replaced before any LOAD */
+			jd->inl.offset = off;
+			jd->inl.timestamp = rec->timestamp;
+			parse_inline(jd, off, body, blen, &jd->inl);
+			jd->have_inl = !jd->inl.dropped;
+			if (all) {
+				rec->u.inl = jd->inl;
+				return 1;
+			}
+			continue;
+		case PG_JD_UNLOAD: {
+			struct pg_jd_unload *ul = &rec->u.unload;
+
+			if (blen < UNLOAD_FIXED) {
+				jd->done = true;
+				return pg_err(jd->diag, -EINVAL, "%s: offset %llu: UNLOAD record of %u bytes is smaller than its %d-byte fixed part",
+					      jd->name, (unsigned long long)off, tsz, REC_HDR + UNLOAD_FIXED);
+			}
+			ul->pid = rd32(jd, body);
+			ul->tid = rd32(jd, body + 4);
+			ul->code_addr = rd64(jd, body + 8);
+			ul->code_size = rd64(jd, body + 16);
+			ul->code_index = rd64(jd, body + 24);
+			jd->st.unloads++;
+			return 1;
+		}
 		case PG_JD_CLOSE:
 			jd->st.closes++;
 			if (all)
@@ -589,5 +728,9 @@ const char *pg_jitdump_record_name(uint32_t id)
 {
 	static const char *const names[] = { "LOAD", "MOVE", "DEBUG_INFO", "CLOSE", "UNWINDING_INFO" };
 
+	if (id == PG_JD_INLINE_INFO)
+		return "INLINE_INFO";
+	if (id == PG_JD_UNLOAD)
+		return "UNLOAD";
 	return id < sizeof(names) / sizeof(names[0]) ? names[id] : "UNKNOWN";
 }
