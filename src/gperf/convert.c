@@ -263,7 +263,8 @@ int pg_gperf_convert(const struct pg_gperf_opts *o, struct pg_diag *diag,
 		     struct pg_gperf_convert_stats *st)
 {
 	struct conv cv = { .o = o, .diag = diag, .st = st };
-	struct pg_pdw_opts wo = { .pipe = o->pipe, .compress_level = o->compress_level };
+	struct pg_pdw_opts wo = { .sz = sizeof(wo), .pipe = o->pipe,
+				  .compress_level = o->compress_level };
 	const struct pg_gperf_header *h;
 	const char *mp, *slash;
 	int ret;

@@ -565,7 +565,7 @@ int pg_inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 	      struct pg_inject_stats *st)
 {
 	struct inj j = { .o = o, .diag = diag, .st = st };
-	struct pg_pdw_opts wo = { 0 };
+	struct pg_pdw_opts wo = { .sz = sizeof(wo) };
 	struct pg_pd_rec r;
 	struct stat ost;
 	bool made_dir = false;

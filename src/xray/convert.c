@@ -974,7 +974,8 @@ int pg_xray_convert(const struct pg_xray_opts *o, struct pg_diag *diag,
 		    struct pg_xray_convert_stats *st)
 {
 	struct conv cv = { .o = o, .diag = diag, .st = st };
-	struct pg_pdw_opts wo = { .pipe = o->pipe, .compress_level = o->compress_level };
+	struct pg_pdw_opts wo = { .sz = sizeof(wo), .pipe = o->pipe,
+				  .compress_level = o->compress_level };
 	uint64_t freq = o->frequency ? o->frequency : PG_XRAY_DEFAULT_FREQUENCY;
 	int ret;
 
