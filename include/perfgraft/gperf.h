@@ -172,8 +172,8 @@ struct pg_gperf_convert_stats {
  * perf's period sums (report overhead and period, annotate percentages)
  * are pprof's counts x the period; the output is bounded by max_samples
  * records or by the distinct stacks.  The output is written atomically
- * (see pg_pdw_open()) and removed on failure.  o must not be NULL (it
- * names the profile and the output); o->sz is the caller's
+ * (see pg_pdw_open()) and removed on failure.  o is required (it names
+ * the profile and the output); o->sz is the caller's
  * sizeof(struct pg_gperf_opts): fields past it read as zero (their
  * defaults), and bytes past this library's struct must be zero.  st may
  * be NULL (no counts wanted); else st->sz (and st->profile->sz when

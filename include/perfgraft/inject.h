@@ -84,21 +84,22 @@ struct pg_inject_stats {
  * found through a marker before it is read.
  * progress is called from the calling thread, for file-mode input only.
  * Returns 0, or a negative errno with the message in diag->err: -EINVAL
- * for opts (below), the input's errors (see pg_perfdata_open(), pg_perfdata_next()), the
- * output's (pg_pdw_open(), pg_pdw_close()), the errno of creating the
- * image directory or of writing an image (-ENOSPC, ...: the message
- * names the file), -ELOOP when the default image directory is a
+ * for opts (below), the input's errors (see pg_perfdata_open(),
+ * pg_perfdata_next()), the output's (pg_pdw_open(), pg_pdw_close()), the
+ * errno of creating the image directory or of writing an image (-ENOSPC,
+ * ...: the message names the file), -ELOOP when the default image directory is a
  * symbolic link, -ENOMEM.  The images take their final names only when
  * the output's bytes are all written (file output), or before the records
  * that name them (a stream: "-" or a FIFO); an image already there with
  * the same name and build-id is reused.  A failed run removes only what
  * it created (its output, its images, the image directory it made): the
- * earlier output and images stay as they were.  opts, its input and
- * output, and diag must not be NULL; opts->sz is the caller's
+ * earlier output and images stay as they were.  diag, and opts' input
+ * and output, must not be NULL.  opts is required (NULL is -EINVAL: it
+ * names the input and the output); opts->sz is the caller's
  * sizeof(struct pg_inject_opts): fields past it read as zero (their
- * defaults), and bytes past this library's struct must be zero (else,
- * as for opts NULL or sz below sizeof(size_t), -EINVAL).  stats may be
- * NULL (no counts wanted); else stats->sz must be set. */
+ * defaults), and bytes past this library's struct must be zero (else
+ * -EINVAL, as for sz below sizeof(size_t)).  stats may be NULL (no counts
+ * wanted); else stats->sz must be set. */
 int pg_inject(const struct pg_inject_opts *opts, struct pg_diag *diag,
 	      struct pg_inject_stats *stats);
 

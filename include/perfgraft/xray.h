@@ -282,8 +282,8 @@ struct pg_xray_convert_stats {
  * xray:* events, functions named through the binary's map (by ID without
  * one).
  * The output is written atomically (see pg_pdw_open()) and removed on
- * failure.  progress is called from the calling thread.  opts must not be
- * NULL (it names the traces and the output); opts->sz is the caller's
+ * failure.  progress is called from the calling thread.  opts is required
+ * (it names the traces and the output); opts->sz is the caller's
  * sizeof(struct pg_xray_opts): fields past it read as zero (their
  * defaults), and bytes past this library's struct must be zero.  st may
  * be NULL (no counts wanted); else st->sz (and st->trace->sz when trace
