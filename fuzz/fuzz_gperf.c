@@ -19,7 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static int have_dir = -1;
 	char in[sizeof(fuzz_tmpdir) + 16];
-	struct pg_gperf_convert_stats st;
+	struct pg_gperf_stats ps = { .sz = sizeof(ps) };
+	struct pg_gperf_convert_stats st = { .sz = sizeof(st), .profile = &ps };
 	struct pg_diag diag = { 0 };
 	pg_gperf *g;
 	int fd;
@@ -52,6 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		close(fd);
 		for (int pipe = 0; pipe < 2; pipe++) {
 			struct pg_gperf_opts o = {
+				.sz = sizeof(o),
 				.profile = in, .output = "/dev/null", .pipe = pipe, .pid = -1,
 				.root = pipe ? fuzz_tmpdir : NULL,	/* no real files */
 				.max_samples = 64,	/* records can be 64 KiB each */

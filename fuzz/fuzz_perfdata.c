@@ -212,6 +212,7 @@ static void one_input(const uint8_t *data, size_t size)
 
 	if (fuzz_have_tmpdir) {
 		memset(&wo, 0, sizeof(wo));
+		wo.sz = sizeof(wo);
 		wo.pipe = pg_perfdata_pipe(pd);
 		wo.big_endian = pg_perfdata_big_endian(pd);
 		if (pg_pdw_open(outpath, &wo, &wdiag, &w) < 0)

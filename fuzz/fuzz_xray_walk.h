@@ -42,7 +42,8 @@ static int xray_fuzz_one(const uint8_t *data, size_t size)
 	static int have_dir = -1;
 	char in[sizeof(fuzz_tmpdir) + 16], out[sizeof(fuzz_tmpdir) + 16];
 	const char *traces[1] = { in };
-	struct pg_xray_convert_stats st;
+	struct pg_xray_stats ts = { .sz = sizeof(ts) };
+	struct pg_xray_convert_stats st = { .sz = sizeof(st), .trace = &ts };
 	struct pg_diag diag = { 0 };
 	int fd;
 
@@ -64,6 +65,7 @@ static int xray_fuzz_one(const uint8_t *data, size_t size)
 	close(fd);
 	for (int pipe = 0; pipe < 2; pipe++) {
 		struct pg_xray_opts o = {
+			.sz = sizeof(o),
 			.traces = traces, .ntraces = 1, .output = out, .pipe = pipe,
 			.frequency = 10000,	/* 100 us grid */
 			.max_gap_ns = 100000,	/* at most one sample per thread and gap */

@@ -2,6 +2,7 @@
 /* Unit tests of the library: encoders, the reader on crafted buffers in
  * both byte orders, and images read back through libdw and libelf. */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,11 @@
 #include <perfgraft/code.h>
 #include <perfgraft/elfimage.h>
 #include <perfgraft/jitdump.h>
+#include <perfgraft/gperf.h>
+#include <perfgraft/inject.h>
+#include <perfgraft/jitwriter.h>
+#include <perfgraft/perfdata.h>
+#include <perfgraft/xray.h>
 #include "perfdata/synth.h"
 #include "util/util.h"
 
@@ -439,6 +445,235 @@ out:
 	pg_buf_free(&w.b);
 }
 
+/* --- sized opts/stats: a caller built against an older (shorter) or a
+ * newer (longer) header --- */
+
+static bool sized_found_called;
+
+static void sized_found(void *ctx, const char *path, uint32_t pid, const char *how)
+{
+	(void)ctx; (void)path; (void)pid; (void)how;
+	sized_found_called = true;
+}
+
+/* bytes [from, to) of p all equal to c */
+static bool all_bytes(const void *p, size_t from, size_t to, int c)
+{
+	for (size_t i = from; i < to; i++)
+		if (((const unsigned char *)p)[i] != (unsigned char)c)
+			return false;
+	return true;
+}
+
+/* A basic-mode v3 XRay trace (little-endian, 1 GHz): function 1 entered
+ * at 1000 and left 1 ms later. */
+static bool write_xray_trace(const char *path)
+{
+	uint8_t b[32 + 2 * 32] = { 0 };
+	FILE *f;
+	bool ok;
+
+	b[0] = 3;					/* version */
+	b[4] = 3;					/* constant, nonstop tsc */
+	memcpy(b + 8, &(uint64_t){ 1000000000 }, 8);	/* cycle frequency */
+	for (int i = 0; i < 2; i++) {
+		uint8_t *r = b + 32 + 32 * i;
+
+		r[3] = (uint8_t)i;			/* entry, exit */
+		memcpy(r + 4, &(uint32_t){ 1 }, 4);	/* function id */
+		memcpy(r + 8, &(uint64_t){ i ? 1001000 : 1000 }, 8);
+		memcpy(r + 16, &(uint32_t){ 77 }, 4);	/* tid */
+		memcpy(r + 20, &(uint32_t){ 77 }, 4);	/* pid */
+	}
+	f = fopen(path, "wb");
+	if (!f)
+		return false;
+	ok = fwrite(b, 1, sizeof(b), f) == sizeof(b);
+	return fclose(f) == 0 && ok;
+}
+
+static void test_sized_xray(const char *dir)
+{
+	char trace[4200], out[4200];
+	const char *traces[1] = { trace };
+	struct pg_diag d = { .warn = on_warn };
+	struct { struct pg_xray_opts o; uint64_t newer; } big;
+	union { struct pg_xray_opts o; unsigned char b[sizeof(struct pg_xray_opts)]; } old;
+	struct pg_xray_convert_stats st;
+	struct pg_xray_stats ts;
+	size_t st_sz = offsetof(struct pg_xray_convert_stats, events);
+	size_t ts_sz = offsetof(struct pg_xray_stats, enters);
+
+	snprintf(trace, sizeof(trace), "%s/xray-log.t", dir);
+	snprintf(out, sizeof(out), "%s/xray.data", dir);
+	if (!write_xray_trace(trace)) {
+		CHECK(0, "writing %s", trace);
+		return;
+	}
+
+	/* older caller: its struct ends before frequency; the bytes after it
+	 * (another variable, here all 0xff: a frequency above 1 GHz, both
+	 * outputs off) must not be read.  Its stats end before events; the
+	 * trace counts it wants end before enters. */
+	memset(&old, 0xff, sizeof(old));
+	old.o.sz = offsetof(struct pg_xray_opts, frequency);
+	old.o.traces = traces;
+	old.o.ntraces = 1;
+	old.o.binary = NULL;
+	old.o.output = out;
+	old.o.pipe = false;
+	memset(&st, 0xab, sizeof(st));
+	memset(&ts, 0xab, sizeof(ts));
+	st.sz = st_sz;
+	st.trace = &ts;
+	ts.sz = ts_sz;
+	CHECK(pg_xray_convert(&old.o, &d, &st) == 0, "older xray opts: %s", d.err);
+	CHECK(st.sz == st_sz && st.trace == &ts && st.samples > 0,
+	      "older xray stats: sz %zu, samples %llu", st.sz, (unsigned long long)st.samples);
+	CHECK(all_bytes(&st, st_sz, sizeof(st), 0xab), "nothing written past the older stats' sz");
+	CHECK(ts.sz == ts_sz && ts.buffers == 1 && ts.records == 2,
+	      "older trace stats: buffers %llu records %llu", (unsigned long long)ts.buffers,
+	      (unsigned long long)ts.records);
+	CHECK(all_bytes(&ts, ts_sz, sizeof(ts), 0xab), "nothing written past the trace stats' sz");
+
+	/* the same, current: the defaults give events too */
+	memset(&st, 0, sizeof(st));
+	st.sz = sizeof(st);
+	memset(&big, 0, sizeof(big));
+	big.o.sz = sizeof(big.o);
+	big.o.traces = traces;
+	big.o.ntraces = 1;
+	big.o.output = out;
+	CHECK(pg_xray_convert(&big.o, &d, &st) == 0 && st.samples > 0 && st.events > 0,
+	      "current xray opts: %s", d.err);
+
+	/* newer caller: zero bytes past this library's struct are fine, a
+	 * field this library does not know is refused */
+	big.o.sz = sizeof(big);
+	CHECK(pg_xray_convert(&big.o, &d, &st) == 0, "newer xray opts, zero tail: %s", d.err);
+	big.newer = 1;
+	d.err[0] = 0;
+	CHECK(pg_xray_convert(&big.o, &d, &st) == -EINVAL && strstr(d.err, "does not know"),
+	      "newer xray opts with a field set: %s", d.err);
+	big.o.sz = 4;
+	CHECK(pg_xray_convert(&big.o, &d, NULL) == -EINVAL, "xray opts sz 4");
+	CHECK(pg_xray_convert(NULL, &d, NULL) == -EINVAL, "xray opts NULL");
+	unlink(trace);
+	unlink(out);
+}
+
+static void test_sized_inject(const char *dir)
+{
+	char in[4200], out[4200], imgdir[4300], other[4200];
+	const char *dumps[1] = { other };
+	struct pg_diag d = { .warn = on_warn };
+	struct pg_pdw_opts wo = { .sz = sizeof(wo), .pipe = true };	/* no attr needed */
+	struct { struct pg_inject_opts o; uint64_t newer; } big;
+	union { struct pg_inject_opts o; unsigned char b[sizeof(struct pg_inject_opts)]; } old;
+	struct pg_inject_stats st;
+	size_t st_sz = offsetof(struct pg_inject_stats, image_dir);
+	pg_pdw *w;
+
+	snprintf(in, sizeof(in), "%s/in.data", dir);
+	snprintf(out, sizeof(out), "%s/out.data", dir);
+	snprintf(imgdir, sizeof(imgdir), "%s.d", out);
+	snprintf(other, sizeof(other), "%s/not-used", dir);
+	if (pg_pdw_open(in, &wo, &d, &w) < 0 || pg_pdw_close(w) < 0) {
+		CHECK(0, "writing %s: %s", in, d.err);
+		return;
+	}
+
+	/* older caller: its struct ends before image_dir; what follows it
+	 * (here an image directory, a dump, the perf 5.19 layout and a found
+	 * callback) must read as the defaults */
+	memset(&old, 0, sizeof(old));
+	old.o.sz = offsetof(struct pg_inject_opts, image_dir);
+	old.o.input = in;
+	old.o.output = out;
+	old.o.image_dir = other;
+	old.o.jitdumps = dumps;
+	old.o.njitdumps = 1;
+	old.o.cfi_layout = PG_CFI_LAYOUT_PERF_5_19;
+	old.o.found = sized_found;
+	memset(&st, 0xab, sizeof(st));
+	st.sz = sizeof(st);
+	CHECK(pg_inject(&old.o, &d, &st) == 0, "older inject opts: %s", d.err);
+	CHECK(st.sz == sizeof(st) && st.image_dir && !strcmp(st.image_dir, imgdir) &&
+	      !st.cfi_compat && st.dumps == 0 && st.dumps_failed == 0 && !sized_found_called,
+	      "older inject opts give the defaults: image dir %s, cfi_compat %d, dumps %llu+%llu",
+	      st.image_dir ? st.image_dir : "(null)", st.cfi_compat,
+	      (unsigned long long)st.dumps, (unsigned long long)st.dumps_failed);
+	free(st.image_dir);
+
+	/* older stats: no room for image_dir, which is then neither written
+	 * nor leaked */
+	memset(&st, 0xab, sizeof(st));
+	st.sz = st_sz;
+	memset(&big, 0, sizeof(big));
+	big.o.sz = sizeof(big.o);
+	big.o.input = in;
+	big.o.output = out;
+	CHECK(pg_inject(&big.o, &d, &st) == 0, "current inject opts: %s", d.err);
+	CHECK(st.sz == st_sz && st.records_out == st.records_in && st.output_bytes > 0 &&
+	      !st.cfi_compat, "older inject stats: %llu bytes",
+	      (unsigned long long)st.output_bytes);
+	CHECK(all_bytes(&st, st_sz, sizeof(st), 0xab), "nothing written past the older stats' sz");
+
+	/* newer caller */
+	memset(&st, 0, sizeof(st));
+	st.sz = sizeof(st);
+	big.o.sz = sizeof(big);
+	CHECK(pg_inject(&big.o, &d, &st) == 0, "newer inject opts, zero tail: %s", d.err);
+	free(st.image_dir);
+	big.newer = 1;
+	d.err[0] = 0;
+	st.image_dir = NULL;
+	CHECK(pg_inject(&big.o, &d, &st) == -EINVAL && strstr(d.err, "does not know") &&
+	      !st.image_dir, "newer inject opts with a field set: %s", d.err);
+	big.o.sz = 4;
+	CHECK(pg_inject(&big.o, &d, NULL) == -EINVAL, "inject opts sz 4");
+	CHECK(pg_inject(NULL, &d, NULL) == -EINVAL, "inject opts NULL");
+	unlink(in);
+	unlink(out);
+	rmdir(imgdir);
+}
+
+/* The other sized opts: a field this library does not know is refused
+ * before anything is done. */
+static void test_sized_other(const char *dir)
+{
+	struct pg_diag d = { .warn = on_warn };
+	char out[4200];
+	struct { struct pg_pdw_opts o; uint64_t newer; } pw = { { .sz = sizeof(pw) }, 1 };
+	struct { struct pg_gperf_opts o; uint64_t newer; } go = {
+		{ .sz = sizeof(go), .profile = "/nonexistent", .output = out }, 1 };
+	struct { struct pg_jitwriter_opts o; uint64_t newer; } jo = {
+		{ .sz = sizeof(jo), .dir = dir }, 1 };
+	pg_pdw *w = NULL;
+	pg_jitwriter *jw = NULL;
+
+	snprintf(out, sizeof(out), "%s/never.data", dir);
+	CHECK(pg_pdw_open(out, &pw.o, &d, &w) == -EINVAL && !w, "newer pdw opts: %s", d.err);
+	CHECK(pg_gperf_convert(&go.o, &d, NULL) == -EINVAL, "newer gperf opts: %s", d.err);
+	CHECK(pg_jitwriter_open(&jo.o, &d, &jw) == -EINVAL && !jw, "newer jitwriter opts: %s",
+	      d.err);
+	CHECK(access(out, F_OK) != 0, "nothing written");
+}
+
+static void test_sized(void)
+{
+	char dir[] = "/tmp/pg-unit-XXXXXX";
+
+	if (!mkdtemp(dir)) {
+		CHECK(0, "mkdtemp");
+		return;
+	}
+	test_sized_xray(dir);
+	test_sized_inject(dir);
+	test_sized_other(dir);
+	rm_dir(dir);
+}
+
 int main(void)
 {
 	test_encoders();
@@ -450,6 +685,7 @@ int main(void)
 	test_image_lines(true);
 	for (int i = 0; i < 4; i++)
 		test_code_model(i & 1, i & 2);
+	test_sized();
 	printf("%d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
 }

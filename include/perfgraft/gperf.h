@@ -54,7 +54,12 @@ struct pg_gperf_mapping {
 	uint64_t line_offset;		/* byte offset of its line in the file */
 };
 
+/* What open read.  sz is set by the caller to
+ * sizeof(struct pg_gperf_stats); fields are only ever added at the end,
+ * and the library writes only the first sz bytes (an older, shorter struct
+ * gets the counters it knows of). */
 struct pg_gperf_stats {
+	size_t sz;			/* set by the caller */
 	uint64_t records;		/* binary records read (trailer excluded) */
 	uint64_t samples;		/* their counts, summed */
 	uint64_t zero_pc_records;	/* 1: a record with first PC 0 ended the data */
@@ -88,7 +93,8 @@ int pg_gperf_open_mem(const void *buf, size_t len, const char *name,
 		      struct pg_diag *diag, pg_gperf **out);
 /* The decoded header, owned by the handle (valid until close). */
 const struct pg_gperf_header *pg_gperf_header(const pg_gperf *g);
-/* What open read, copied into *st. */
+/* What open read, copied into *st (st->sz set by the caller: fields
+ * beyond it are not written). */
 void pg_gperf_stats(const pg_gperf *g, struct pg_gperf_stats *st);
 size_t pg_gperf_stack_count(const pg_gperf *g);	/* first-seen order */
 /* Stack i, or NULL when i is out of range; it and its pcs are owned by
@@ -109,6 +115,9 @@ struct pg_gperf_path_map {
 
 /* Options of pg_gperf_convert(); read during the call only. */
 struct pg_gperf_opts {
+	size_t sz;			/* sizeof(struct pg_gperf_opts): fields are
+					 * only ever added at the end; unset
+					 * fields (zero) are the defaults */
 	const char *profile;
 	const char *output;		/* "-": pipe mode on stdout */
 	bool pipe;
@@ -129,8 +138,17 @@ struct pg_gperf_opts {
  * per-tick samples */
 #define PG_GPERF_DEFAULT_MAX_SAMPLES 1000000ull
 
+/* What pg_gperf_convert() did.  sz is set by the caller to
+ * sizeof(struct pg_gperf_convert_stats); fields are only ever added at the
+ * end, and the library writes only the first sz bytes.  The reader's
+ * counts are not embedded (an embedded struct could never grow without
+ * moving every field after it): profile points to the caller's own
+ * struct pg_gperf_stats, with its own sz set, or is NULL when they are not
+ * wanted.  The library only reads profile (and leaves it as it was). */
 struct pg_gperf_convert_stats {
-	struct pg_gperf_stats profile;
+	size_t sz;			/* set by the caller */
+	struct pg_gperf_stats *profile;	/* set by the caller (NULL: not wanted);
+					 * gets pg_gperf_stats() of the profile */
 	uint64_t stacks, samples;	/* distinct stacks, SAMPLE records written */
 	bool weighted;			/* one SAMPLE per stack, period = count x period */
 	uint64_t mmaps, build_ids;
@@ -154,9 +172,16 @@ struct pg_gperf_convert_stats {
  * perf's period sums (report overhead and period, annotate percentages)
  * are pprof's counts x the period; the output is bounded by max_samples
  * records or by the distinct stacks.  The output is written atomically
- * (see pg_pdw_open()) and removed on failure.  *st is zeroed first and
- * filled as the work goes.  Returns 0, or a negative errno with the
- * message in diag->err: pg_gperf_open()'s errors, -EINVAL for a sampling
+ * (see pg_pdw_open()) and removed on failure.  o is required (it names
+ * the profile and the output); o->sz is the caller's
+ * sizeof(struct pg_gperf_opts): fields past it read as zero (their
+ * defaults), and bytes past this library's struct must be zero.  st may
+ * be NULL (no counts wanted); else st->sz (and st->profile->sz when
+ * profile is set) must be set, and st gets the counts as far as the work
+ * went when the call returns, failed or not.  Returns 0, or a negative
+ * errno with the message in diag->err: -EINVAL for o NULL, sz below
+ * sizeof(size_t) or non-zero fields this library does not know,
+ * pg_gperf_open()'s errors, -EINVAL for a sampling
  * period beyond 64-bit nanoseconds, -EFBIG when the ticks x period sum
  * beyond 64 bits (a damaged count: perf could not add them up), -EINVAL
  * for a stack that does not fit a perf record, the output's errors,

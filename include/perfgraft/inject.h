@@ -25,6 +25,9 @@ enum pg_cfi_layout {
 
 /* Options of pg_inject(); the strings are read during the call only. */
 struct pg_inject_opts {
+	size_t sz;		/* sizeof(struct pg_inject_opts): fields are only
+				 * ever added at the end; unset fields (zero) are
+				 * the defaults */
 	const char *input;	/* path or "-" */
 	const char *output;	/* path or "-" (pipe mode) */
 	const char *image_dir;	/* NULL: OUTPUT.d (perf.jit.data.d for "-") */
@@ -42,9 +45,13 @@ struct pg_inject_opts {
 	void *found_ctx;
 };
 
-/* What pg_inject() did; zeroed at its start and filled as it goes, so
- * meaningful in part after a failure too. */
+/* What pg_inject() did, written when it returns, failed or not: the
+ * counts as far as the run went.  sz is set by the caller to
+ * sizeof(struct pg_inject_stats); fields are only ever added at the end,
+ * and the library writes only the first sz bytes (an older, shorter struct
+ * gets the counts it knows of). */
 struct pg_inject_stats {
+	size_t sz;		/* set by the caller */
 	uint64_t records_in, records_out;
 	uint64_t dumps, dumps_failed;
 	uint64_t loads, moves, mmaps_injected;
@@ -52,7 +59,11 @@ struct pg_inject_stats {
 	uint64_t images, image_bytes;
 	uint64_t output_bytes;
 	bool cfi_compat;
-	char image_dir[4096];
+	/* The image directory as used (opts.image_dir, or the default),
+	 * NULL when the run failed before it was made or checked.  Allocated
+	 * by pg_inject() (only when sz covers this field) and the caller's
+	 * from then on: free() it after every call, success or failure. */
+	char *image_dir;
 };
 
 /* Copies opts->input (a perf.data recorded with -k mono, file or pipe
@@ -72,18 +83,23 @@ struct pg_inject_stats {
  * found, when set, is called (from the calling thread) with each dump
  * found through a marker before it is read.
  * progress is called from the calling thread, for file-mode input only.
- * Returns 0, or a negative errno with the message in diag->err: the
- * input's errors (see pg_perfdata_open(), pg_perfdata_next()), the
- * output's (pg_pdw_open(), pg_pdw_close()), the errno of creating the
- * image directory or of writing an image (-ENOSPC, ...: the message
- * names the file), -ELOOP when the default image directory is a
+ * Returns 0, or a negative errno with the message in diag->err: -EINVAL
+ * for opts (below), the input's errors (see pg_perfdata_open(),
+ * pg_perfdata_next()), the output's (pg_pdw_open(), pg_pdw_close()), the
+ * errno of creating the image directory or of writing an image (-ENOSPC,
+ * ...: the message names the file), -ELOOP when the default image directory is a
  * symbolic link, -ENOMEM.  The images take their final names only when
  * the output's bytes are all written (file output), or before the records
  * that name them (a stream: "-" or a FIFO); an image already there with
  * the same name and build-id is reused.  A failed run removes only what
  * it created (its output, its images, the image directory it made): the
- * earlier output and images stay as they were.  opts, its input and
- * output, diag and stats must not be NULL. */
+ * earlier output and images stay as they were.  diag, and opts' input
+ * and output, must not be NULL.  opts is required (NULL is -EINVAL: it
+ * names the input and the output); opts->sz is the caller's
+ * sizeof(struct pg_inject_opts): fields past it read as zero (their
+ * defaults), and bytes past this library's struct must be zero (else
+ * -EINVAL, as for sz below sizeof(size_t)).  stats may be NULL (no counts
+ * wanted); else stats->sz must be set. */
 int pg_inject(const struct pg_inject_opts *opts, struct pg_diag *diag,
 	      struct pg_inject_stats *stats);
 

@@ -2,7 +2,7 @@
 /* jitdump writer: for JIT authors who want perf (and perfgraft) to name,
  * line-map and unwind their generated code.
  *
- *	struct pg_jitwriter_opts o = { 0 };	// $JITDUMPDIR / $HOME convention
+ *	struct pg_jitwriter_opts o = { .sz = sizeof(o) };	// $JITDUMPDIR / $HOME convention
  *	struct pg_diag d = { 0 };
  *	pg_jitwriter *w;
  *	if (pg_jitwriter_open(&o, &d, &w) < 0) { fputs(d.err, stderr); ... }
@@ -121,6 +121,9 @@ extern "C" {
 typedef struct pg_jitwriter pg_jitwriter;
 
 struct pg_jitwriter_opts {
+	/* sizeof(struct pg_jitwriter_opts): fields are only ever added at
+	 * the end; a zeroed struct with sz set gives the defaults. */
+	size_t sz;
 	/* Directory of the dump; "." is the current directory.  NULL: the
 	 * $JITDUMPDIR / $HOME / "." convention described above. */
 	const char *dir;
@@ -176,7 +179,11 @@ struct pg_jit_func {
 };
 
 /* Creates the dump (see "Where the dump goes"), writes its header and maps
- * its first page executable.  opts may be NULL (all defaults).  On success
+ * its first page executable.  opts is read during the call only; NULL
+ * gives all the defaults.  opts->sz is the caller's
+ * sizeof(struct pg_jitwriter_opts): fields past it read as zero, and
+ * bytes past this library's struct must be zero (else -EINVAL, as for sz
+ * below sizeof(size_t)).  On success
  * *out is a writer to release with pg_jitwriter_close().  On failure
  * returns a negative errno (-EINVAL bad opts, -ENOENT/-ENOTDIR dir missing,
  * -ELOOP a symlink in the dump's place, -EPERM/-EACCES not creatable or a

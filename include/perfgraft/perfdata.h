@@ -231,6 +231,10 @@ uint64_t pg_pd_u64(const pg_perfdata *pd, const void *p);
 /* ---- writer ---- */
 
 struct pg_pdw_opts {
+	size_t sz;		/* sizeof(struct pg_pdw_opts): fields are only ever
+				 * added at the end; a zeroed struct with sz set
+				 * gives the defaults (file mode, little-endian,
+				 * no compression) */
 	bool pipe;		/* pipe-mode output (always for "-") */
 	bool big_endian;	/* byte order of everything written */
 	/* file mode: zstd level for the data section, written as
@@ -245,10 +249,14 @@ typedef struct pg_pdw pg_pdw;
  * A file is written beside its final name and renamed by pg_pdw_close();
  * an existing device or FIFO is written in place, which file mode refuses
  * when it cannot seek (-ESPIPE: the header is written last).  opts is
- * copied; compress_level is ignored in pipe mode.  diag is kept and must
- * outlive the writer.  Returns 0 with *out set, or a negative errno (*out
- * NULL): the errno of opening the directory or creating the file
- * (-ENOENT, -EACCES, -EISDIR, ...), -ESPIPE, -ENOMEM. */
+ * copied; NULL gives the defaults.  opts->sz is the caller's
+ * sizeof(struct pg_pdw_opts): fields past it read as zero, and bytes past
+ * this library's struct must be zero (else -EINVAL, as for sz below
+ * sizeof(size_t)).  compress_level is ignored in pipe mode.  diag is kept
+ * and must outlive the writer.  Returns 0 with *out set, or a negative
+ * errno (*out NULL): -EINVAL (opts), the errno of opening the directory
+ * or creating the file (-ENOENT, -EACCES, -EISDIR, ...), -ESPIPE,
+ * -ENOMEM. */
 int pg_pdw_open(const char *path, const struct pg_pdw_opts *opts,
 		struct pg_diag *diag, pg_pdw **out);
 /* Attrs must all be added before the first record (pipe mode writes them

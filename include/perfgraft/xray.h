@@ -87,8 +87,12 @@ struct pg_xr_record {
 	uint32_t usec;			/* WALLCLOCK */
 };
 
-/* Counters of one walk. */
+/* Counters of one walk.  sz is set by the caller to
+ * sizeof(struct pg_xray_stats); fields are only ever added at the end, and
+ * the library writes only the first sz bytes (an older, shorter struct
+ * gets the counters it knows of). */
 struct pg_xray_stats {
+	size_t sz;			/* set by the caller */
 	uint64_t buffers;		/* FDR buffers or basic chunks */
 	uint64_t records;		/* function and event records */
 	uint64_t enters, exits, tail_exits, args, custom, typed;
@@ -125,7 +129,8 @@ const struct pg_xr_header *pg_xray_header(const pg_xray *t);
  * a warning.  rec->payload points into the trace: copy it before the next
  * call. */
 int pg_xray_next(pg_xray *t, struct pg_xr_record *rec);
-/* Counters of the walk so far, copied into *st. */
+/* Counters of the walk so far, copied into *st (st->sz set by the
+ * caller: fields beyond it are not written). */
 void pg_xray_stats(const pg_xray *t, struct pg_xray_stats *st);
 /* FDR buffers or basic chunks in the file (stats.buffers: those begun) */
 size_t pg_xray_buffer_count(const pg_xray *t);
@@ -194,6 +199,9 @@ void pg_xray_map_close(pg_xray_map *m);
 
 /* Options of pg_xray_convert(); read during the call only. */
 struct pg_xray_opts {
+	size_t sz;			/* sizeof(struct pg_xray_opts): fields are
+					 * only ever added at the end; unset
+					 * fields (zero) are the defaults */
 	const char *const *traces;
 	size_t ntraces;
 	const char *binary;		/* NULL: functions named by ID */
@@ -241,8 +249,17 @@ enum {
 #define PG_XRAY_EXIT_UNFINISHED 2u	/* never exited; closed at the thread's last time */
 #define PG_XRAY_EXIT_NO_ENTRY 4u	/* an exit whose entry is not in the trace */
 
+/* What pg_xray_convert() did.  sz is set by the caller to
+ * sizeof(struct pg_xray_convert_stats); fields are only ever added at the
+ * end, and the library writes only the first sz bytes.  The trace counters
+ * are not embedded (an embedded struct could never grow without moving
+ * every field after it): trace points to the caller's own
+ * struct pg_xray_stats, with its own sz set, or is NULL when they are not
+ * wanted.  The library only reads trace (and leaves it as it was). */
 struct pg_xray_convert_stats {
-	struct pg_xray_stats trace;	/* summed over the traces */
+	size_t sz;			/* set by the caller */
+	struct pg_xray_stats *trace;	/* set by the caller (NULL: not wanted);
+					 * gets the counters summed over the traces */
 	uint64_t samples, events;	/* events: every xray:* event written */
 	uint64_t grid_samples;		/* grid points the samples stand for (their
 					 * period sum / the grid's period) */
@@ -265,10 +282,17 @@ struct pg_xray_convert_stats {
  * xray:* events, functions named through the binary's map (by ID without
  * one).
  * The output is written atomically (see pg_pdw_open()) and removed on
- * failure.  progress is called from the calling thread.  *st is zeroed
- * first and filled as the work goes.  Returns 0, or a negative errno with
- * the message in diag->err: -EINVAL for no trace, a frequency above 1 GHz
- * or both samples and events off; any trace's or the map's open error
+ * failure.  progress is called from the calling thread.  opts is required
+ * (it names the traces and the output); opts->sz is the caller's
+ * sizeof(struct pg_xray_opts): fields past it read as zero (their
+ * defaults), and bytes past this library's struct must be zero.  st may
+ * be NULL (no counts wanted); else st->sz (and st->trace->sz when trace
+ * is set) must be set, and st gets the counts as far as the work went
+ * when the call returns, failed or not.  Returns 0, or a negative errno
+ * with the message in diag->err: -EINVAL for opts NULL, sz below
+ * sizeof(size_t) or non-zero fields this library does not know, no
+ * trace, a frequency above 1 GHz or both samples and events off; any
+ * trace's or the map's open error
  * (pg_xray_open(), pg_xray_map_open()); the output's errors; -ENOMEM. */
 int pg_xray_convert(const struct pg_xray_opts *opts, struct pg_diag *diag,
 		    struct pg_xray_convert_stats *st);

@@ -51,9 +51,10 @@ int cmd_gperf(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	struct pg_gperf_opts go = { .output = "perf.data", .pid = -1 };
+	struct pg_gperf_opts go = { .sz = sizeof(go), .output = "perf.data", .pid = -1 };
 	struct pg_gperf_path_map *maps = NULL;
-	struct pg_gperf_convert_stats st;
+	struct pg_gperf_stats ps = { .sz = sizeof(ps) };
+	struct pg_gperf_convert_stats st = { .sz = sizeof(st), .profile = &ps };
 	struct cli_warnings w = { 0 };
 	struct pg_diag diag;
 	double t0 = now_seconds();
@@ -137,8 +138,8 @@ int cmd_gperf(int argc, char **argv)
 	}
 	if (!quiet) {
 		fprintf(stderr, "perfgraft: gperf: %s: %llu records, %llu samples in %llu distinct stacks, period %llu us, %llu executable mappings (%llu build-ids) -> %llu samples of %s (pid %u)%s, %llu frames dropped (0 or above user space), %llu samples without a frame; %s written (%.1f MB) in %.2f s\n",
-			go.profile, (unsigned long long)st.profile.records,
-			(unsigned long long)st.profile.samples, (unsigned long long)st.stacks,
+			go.profile, (unsigned long long)ps.records,
+			(unsigned long long)ps.samples, (unsigned long long)st.stacks,
 			(unsigned long long)(st.period_ns / 1000), (unsigned long long)st.mmaps,
 			(unsigned long long)st.build_ids, (unsigned long long)st.samples, st.comm,
 			st.pid, st.weighted ? ", one per distinct stack weighted by its ticks" : "",

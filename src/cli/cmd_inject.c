@@ -60,9 +60,10 @@ int cmd_inject(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	struct pg_inject_opts io = { .input = "perf.data", .output = "perf.jit.data" };
+	struct pg_inject_opts io = { .sz = sizeof(io), .input = "perf.data",
+				     .output = "perf.jit.data" };
 	struct cli_warnings w = { 0 };
-	struct pg_inject_stats st;
+	struct pg_inject_stats st = { .sz = sizeof(st) };
 	struct pg_diag diag;
 	const char **dumps = NULL;
 	double next_progress = 0, t0 = now_seconds();
@@ -123,6 +124,7 @@ int cmd_inject(int argc, char **argv)
 	free(dumps);
 	if (ret < 0) {
 		cli_error("%s", diag.err);
+		free(st.image_dir);
 		return EXIT_BADINPUT;
 	}
 	if (!quiet) {
@@ -137,5 +139,6 @@ int cmd_inject(int argc, char **argv)
 			(unsigned long long)st.anon_dropped, io.output, st.output_bytes / 1e6, dt,
 			st.dumps_failed ? "; some dumps were not injected (see the warnings)" : "");
 	}
+	free(st.image_dir);
 	return 0;
 }

@@ -103,8 +103,9 @@ int cmd_xray(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	struct pg_xray_opts xo = { .output = "perf.data", .compress_level = 1 };
-	struct pg_xray_convert_stats st;
+	struct pg_xray_opts xo = { .sz = sizeof(xo), .output = "perf.data", .compress_level = 1 };
+	struct pg_xray_stats ts = { .sz = sizeof(ts) };
+	struct pg_xray_convert_stats st = { .sz = sizeof(st), .trace = &ts };
 	struct cli_warnings w = { 0 };
 	struct pg_diag diag;
 	double t0 = now_seconds(), next_progress = 0;
@@ -201,10 +202,10 @@ int cmd_xray(int argc, char **argv)
 	if (!quiet) {
 		fprintf(stderr, "perfgraft: xray: %zu trace%s, %llu threads, %llu records (%llu entries, %llu exits, %llu tail exits, %llu arguments, %llu custom, %llu typed events) over %.6f s -> %llu samples every %.3f us, %llu events (%llu function%s named); %s written (%.1f MB) in %.2f s\n",
 			xo.ntraces, xo.ntraces == 1 ? "" : "s", (unsigned long long)st.threads,
-			(unsigned long long)st.trace.records, (unsigned long long)st.trace.enters,
-			(unsigned long long)st.trace.exits, (unsigned long long)st.trace.tail_exits,
-			(unsigned long long)st.trace.args, (unsigned long long)st.trace.custom,
-			(unsigned long long)st.trace.typed, (st.last_ns - st.first_ns) / 1e9,
+			(unsigned long long)ts.records, (unsigned long long)ts.enters,
+			(unsigned long long)ts.exits, (unsigned long long)ts.tail_exits,
+			(unsigned long long)ts.args, (unsigned long long)ts.custom,
+			(unsigned long long)ts.typed, (st.last_ns - st.first_ns) / 1e9,
 			(unsigned long long)st.samples,
 			1e6 / (double)(xo.frequency ? xo.frequency : PG_XRAY_DEFAULT_FREQUENCY),
 			(unsigned long long)st.events, (unsigned long long)st.functions,
@@ -216,14 +217,14 @@ int cmd_xray(int argc, char **argv)
 				(unsigned long long)(xo.thin_after ? xo.thin_after : PG_XRAY_DEFAULT_THIN_AFTER),
 				(unsigned long long)st.samples, (unsigned long long)st.grid_samples);
 		if (st.exits_without_entry || st.unfinished || st.inferred_exits || st.unknown_ids ||
-		    st.trace.damaged_buffers || st.trace.truncated_bytes || st.gaps)
+		    ts.damaged_buffers || ts.truncated_bytes || st.gaps)
 			fprintf(stderr, "perfgraft: xray: recovered: %llu exits without entry (trace began mid-call), %llu entries never exited (closed at the thread's last time), %llu frames closed by an outer exit, %llu records with IDs not in the binary, %llu damaged buffers, %llu bytes cut off, %llu unsampled gaps\n",
 				(unsigned long long)st.exits_without_entry,
 				(unsigned long long)st.unfinished,
 				(unsigned long long)st.inferred_exits,
 				(unsigned long long)st.unknown_ids,
-				(unsigned long long)st.trace.damaged_buffers,
-				(unsigned long long)st.trace.truncated_bytes,
+				(unsigned long long)ts.damaged_buffers,
+				(unsigned long long)ts.truncated_bytes,
 				(unsigned long long)st.gaps);
 	}
 	return 0;

@@ -22,7 +22,7 @@ static void json_mapping(const struct pg_gperf_mapping *m, bool first)
 int dump_gperf(const char *path, bool json, struct cli_warnings *w)
 {
 	struct pg_diag diag;
-	struct pg_gperf_stats st;
+	struct pg_gperf_stats st = { .sz = sizeof(st) };
 	const struct pg_gperf_header *h;
 	pg_gperf *g;
 	int ret;

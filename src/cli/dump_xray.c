@@ -146,7 +146,7 @@ static void json_record(const struct pg_xr_record *r, const struct pg_xr_header 
 int dump_xray(const char *path, bool json, bool time_order, struct cli_warnings *w)
 {
 	struct pg_diag diag;
-	struct pg_xray_stats st;
+	struct pg_xray_stats st = { .sz = sizeof(st) };
 	struct pg_xr_record rec;
 	const struct pg_xr_header *h;
 	pg_xray *t;

@@ -19,6 +19,7 @@
  * drops are dropped: address 0 (the end of an unwind) and addresses above
  * user space ([vsyscall]). */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,7 @@ struct conv {
 	const struct pg_gperf_opts *o;
 	struct pg_diag *diag;
 	struct pg_gperf_convert_stats *st;
+	struct pg_gperf_stats *profile;
 	pg_gperf *g;
 	pg_pdw *w;
 	struct pg_synth syn;
@@ -235,8 +237,8 @@ static int plan_samples(struct conv *cv, uint64_t period_us)
 	const struct pg_gperf_opts *o = cv->o;
 	struct pg_gperf_convert_stats *st = cv->st;
 	uint64_t max = o->max_samples ? o->max_samples : PG_GPERF_DEFAULT_MAX_SAMPLES;
-	uint64_t total_ns, ticks = st->profile.samples;
-	uint64_t big = st->profile.max_count, big_at = st->profile.max_count_at;
+	uint64_t total_ns, ticks = cv->profile->samples;
+	uint64_t big = cv->profile->max_count, big_at = cv->profile->max_count_at;
 
 	if (__builtin_mul_overflow(period_us, 1000, &st->period_ns))
 		return pg_err(cv->diag, -EINVAL, "%s: offset %u: a sampling period of %llu us does not fit perf's 64-bit nanoseconds: a damaged header?",
@@ -259,20 +261,22 @@ static int plan_samples(struct conv *cv, uint64_t period_us)
 	return 0;
 }
 
-int pg_gperf_convert(const struct pg_gperf_opts *o, struct pg_diag *diag,
-		     struct pg_gperf_convert_stats *st)
+/* pg_gperf_convert() on the library's own copies of the options and the
+ * counts */
+static int convert(const struct pg_gperf_opts *o, struct pg_diag *diag,
+		   struct pg_gperf_convert_stats *st, struct pg_gperf_stats *profile)
 {
-	struct conv cv = { .o = o, .diag = diag, .st = st };
-	struct pg_pdw_opts wo = { .pipe = o->pipe, .compress_level = o->compress_level };
+	struct conv cv = { .o = o, .diag = diag, .st = st, .profile = profile };
+	struct pg_pdw_opts wo = { .sz = sizeof(wo), .pipe = o->pipe,
+				  .compress_level = o->compress_level };
 	const struct pg_gperf_header *h;
 	const char *mp, *slash;
 	int ret;
 
-	memset(st, 0, sizeof(*st));
 	if ((ret = pg_gperf_open(o->profile, diag, &cv.g)) < 0)
 		return ret;
 	h = pg_gperf_header(cv.g);
-	pg_gperf_stats(cv.g, &st->profile);
+	pg_gperf_stats(cv.g, profile);
 	st->stacks = pg_gperf_stack_count(cv.g);
 	st->pid = o->pid >= 0 ? (uint32_t)o->pid : pid_from_name(o->profile);
 	mp = main_path(cv.g);
@@ -284,7 +288,7 @@ int pg_gperf_convert(const struct pg_gperf_opts *o, struct pg_diag *diag,
 		snprintf(st->comm, sizeof(st->comm), "gperf");
 	if ((ret = plan_samples(&cv, h->period_us ? h->period_us : PG_GPERF_DEFAULT_PERIOD_US)) < 0)
 		goto out;
-	if (st->profile.samples && !pg_gperf_mapping_count(cv.g))
+	if (profile->samples && !pg_gperf_mapping_count(cv.g))
 		pg_warn(diag, "%s: no mapped objects: perf will show every address as unknown",
 			o->profile);
 	if (!(cv.rec.p = malloc(PG_REC_MAX + 1))) {
@@ -307,5 +311,35 @@ int pg_gperf_convert(const struct pg_gperf_opts *o, struct pg_diag *diag,
 out:
 	free(cv.rec.p);
 	pg_gperf_close(cv.g);
+	return ret;
+}
+
+int pg_gperf_convert(const struct pg_gperf_opts *opts, struct pg_diag *diag,
+		     struct pg_gperf_convert_stats *st)
+{
+	struct pg_gperf_opts o;
+	struct pg_gperf_convert_stats v = { .sz = sizeof(v) };
+	struct pg_gperf_stats profile = { .sz = sizeof(profile) };
+	int ret;
+
+	if (!opts)
+		ret = pg_err(diag, -EINVAL, "gperf conversion: no options");
+	else if (pg_sized_in(&o, sizeof(o), opts, opts->sz) < 0)
+		ret = pg_err(diag, -EINVAL, "gperf conversion: options this library does not "
+			     "know (sz %zu)", opts->sz);
+	else
+		ret = convert(&o, diag, &v, &profile);
+	if (st) {
+		struct pg_gperf_stats *p = st->sz >= offsetof(struct pg_gperf_convert_stats, profile) +
+						     sizeof(st->profile) ? st->profile : NULL;
+
+		if (p) {
+			profile.sz = p->sz;
+			pg_sized_out(p, p->sz, &profile, sizeof(profile));
+		}
+		v.sz = st->sz;
+		v.profile = p;
+		pg_sized_out(st, st->sz, &v, sizeof(v));
+	}
 	return ret;
 }

@@ -549,7 +549,10 @@ const struct pg_gperf_header *pg_gperf_header(const pg_gperf *g)
 
 void pg_gperf_stats(const pg_gperf *g, struct pg_gperf_stats *st)
 {
-	*st = g->st;
+	struct pg_gperf_stats v = g->st;
+
+	v.sz = st->sz;
+	pg_sized_out(st, st->sz, &v, sizeof(v));
 }
 
 size_t pg_gperf_stack_count(const pg_gperf *g)

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +66,7 @@ struct inj {
 	struct pg_inject_stats *st;
 	pg_perfdata *pd;
 	pg_pdw *w;
-	char image_dir[PATH_MAX];
+	char *image_dir;
 	bool cfi_compat;
 	bool monotonic;		/* every attr uses CLOCK_MONOTONIC */
 	bool attrs_checked;
@@ -560,18 +561,18 @@ static int prescan(struct inj *j)
 	return pg_perfdata_rewind(j->pd);
 }
 
-int pg_inject(const struct pg_inject_opts *o, struct pg_diag *diag,
-	      struct pg_inject_stats *st)
+/* pg_inject() on the library's own copies of the options and the counts */
+static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
+		  struct pg_inject_stats *st)
 {
 	struct inj j = { .o = o, .diag = diag, .st = st };
-	struct pg_pdw_opts wo = { 0 };
+	struct pg_pdw_opts wo = { .sz = sizeof(wo) };
 	struct pg_pd_rec r;
 	struct stat ost;
 	bool made_dir = false;
 	long dir_reg = -1;
 	int ret;
 
-	memset(st, 0, sizeof(*st));
 	j.jdc = pg_jd_cache_new();
 	if (!j.jdc)
 		return pg_err(diag, -ENOMEM, "out of memory");
@@ -583,10 +584,14 @@ int pg_inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 
 	/* images beside the output */
 	if (o->image_dir)
-		snprintf(j.image_dir, sizeof(j.image_dir), "%s", o->image_dir);
-	else
-		snprintf(j.image_dir, sizeof(j.image_dir), "%s.d",
-			 strcmp(o->output, "-") ? o->output : "perf.jit.data");
+		j.image_dir = strdup(o->image_dir);
+	else if (asprintf(&j.image_dir, "%s.d",
+			  strcmp(o->output, "-") ? o->output : "perf.jit.data") < 0)
+		j.image_dir = NULL;
+	if (!j.image_dir) {
+		ret = pg_err(diag, -ENOMEM, "out of memory");
+		goto out;
+	}
 	if (mkdir(j.image_dir, 0755) == 0) {
 		made_dir = true;
 		dir_reg = register_dir(j.image_dir);
@@ -600,7 +605,11 @@ int pg_inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 			     j.image_dir);
 		goto out;
 	}
-	snprintf(st->image_dir, sizeof(st->image_dir), "%s", j.image_dir);
+	st->image_dir = strdup(j.image_dir);
+	if (!st->image_dir) {
+		ret = pg_err(diag, -ENOMEM, "out of memory");
+		goto out;
+	}
 	j.abs_dir = realpath(j.image_dir, NULL);
 	if (!j.abs_dir) {
 		ret = pg_err(diag, -errno, "%s: %s", j.image_dir, strerror(errno));
@@ -737,6 +746,7 @@ out:
 	if (ret && made_dir)
 		rmdir(j.image_dir);
 	pg_cleanup_del(dir_reg);
+	free(j.image_dir);
 	free(j.abs_dir);
 	free(j.imgs);
 	free(j.heap);
@@ -745,5 +755,31 @@ out:
 		free((char *)j.seen.keys[i]);
 	pg_strmap_free(&j.seen);
 	pg_jd_cache_free(j.jdc);
+	return ret;
+}
+
+int pg_inject(const struct pg_inject_opts *opts, struct pg_diag *diag,
+	      struct pg_inject_stats *st)
+{
+	struct pg_inject_opts o;
+	struct pg_inject_stats v = { .sz = sizeof(v) };
+	int ret;
+
+	if (!opts)
+		ret = pg_err(diag, -EINVAL, "inject: no options");
+	else if (pg_sized_in(&o, sizeof(o), opts, opts->sz) < 0)
+		ret = pg_err(diag, -EINVAL, "inject: options this library does not know (sz %zu)",
+			     opts->sz);
+	else
+		ret = inject(&o, diag, &v);
+	/* image_dir becomes the caller's only when its struct has room for it */
+	if (!st || st->sz < offsetof(struct pg_inject_stats, image_dir) + sizeof(v.image_dir)) {
+		free(v.image_dir);
+		v.image_dir = NULL;
+	}
+	if (st) {
+		v.sz = st->sz;
+		pg_sized_out(st, st->sz, &v, sizeof(v));
+	}
 	return ret;
 }

@@ -322,10 +322,11 @@ int pg_jitwriter_open(const struct pg_jitwriter_opts *opts, struct pg_diag *diag
 	return pg_jitwriter_open_as(opts, NULL, diag, out);
 }
 
-int pg_jitwriter_open_as(const struct pg_jitwriter_opts *opts, const char *file_name,
+int pg_jitwriter_open_as(const struct pg_jitwriter_opts *user_opts, const char *file_name,
 			 struct pg_diag *diag, pg_jitwriter **out)
 {
-	static const struct pg_jitwriter_opts defaults;
+	struct pg_jitwriter_opts o;
+	const struct pg_jitwriter_opts *opts = &o;
 	struct pg_jitwriter *w;
 	char *dir = NULL, name[32];
 	bool made_dir = false, made_file = false;
@@ -339,8 +340,10 @@ int pg_jitwriter_open_as(const struct pg_jitwriter_opts *opts, const char *file_
 	if (!out)
 		return pg_err(diag, -EINVAL, "pg_jitwriter_open: no place for the writer");
 	*out = NULL;
-	if (!opts)
-		opts = &defaults;
+	if (pg_sized_in(&o, sizeof(o), user_opts, user_opts ? user_opts->sz : 0) < 0)
+		return pg_err(diag, -EINVAL, "jitdump writer: options this library does not "
+			      "know (sz %zu)", user_opts->sz);
+	o.sz = sizeof(o);
 	if (opts->prefix && !name_ok(opts->prefix, PREFIX_MAX))
 		return pg_err(diag, -EINVAL,
 			      "jitdump directory prefix \"%s\" is not a usable name (1..%d bytes, no '/', not . or ..)",

@@ -419,14 +419,22 @@ static void rec_hdr(struct pg_buf *b, uint32_t type, uint16_t misc, uint16_t siz
 	pg_buf_u16(b, size);
 }
 
-int pg_pdw_open(const char *path, const struct pg_pdw_opts *opts,
+int pg_pdw_open(const char *path, const struct pg_pdw_opts *user_opts,
 		struct pg_diag *diag, pg_pdw **outp)
 {
-	pg_pdw *w = calloc(1, sizeof(*w));
-	struct pg_buf h = { .big_endian = opts->big_endian };
+	struct pg_pdw_opts o;
+	const struct pg_pdw_opts *opts = &o;
+	pg_pdw *w;
+	struct pg_buf h = { 0 };
 	int ret;
 
 	*outp = NULL;
+	if (pg_sized_in(&o, sizeof(o), user_opts, user_opts ? user_opts->sz : 0) < 0)
+		return pg_err(diag, -EINVAL, "perf.data writer: options this library does "
+			      "not know (sz %zu)", user_opts->sz);
+	o.sz = sizeof(o);
+	h.big_endian = opts->big_endian;
+	w = calloc(1, sizeof(*w));
 	if (!w || !(w->buf = malloc(OUT_BUF)) ||
 	    !(w->path = strdup(strcmp(path, "-") ? path : "standard output"))) {
 		if (w)

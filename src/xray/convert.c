@@ -19,6 +19,7 @@
  * Output is written in time order with periodic FINISHED_ROUNDs; memory is
  * O(threads x depth + functions + trace buffers). */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,7 @@ struct conv {
 	const struct pg_xray_opts *o;
 	struct pg_diag *diag;
 	struct pg_xray_convert_stats *st;
+	struct pg_xray_stats *trace;	/* summed over the traces */
 	pg_pdw *w;
 	pg_xray_map *map;
 	const struct pg_xray_binary *bin;
@@ -940,7 +942,7 @@ static int run(struct conv *cv)
 			uint64_t begun = 0, all = 0;
 
 			for (size_t i = 0; i < cv->nin; i++) {
-				struct pg_xray_stats s;
+				struct pg_xray_stats s = { .sz = sizeof(s) };
 
 				pg_xray_stats(cv->in[i].t, &s);
 				begun += s.buffers;
@@ -951,34 +953,36 @@ static int run(struct conv *cv)
 	}
 	/* every stack was closed by its THREAD_END: nothing left to sample */
 	for (size_t i = 0; i < cv->nin; i++) {
-		struct pg_xray_stats s;
+		struct pg_xray_stats s = { .sz = sizeof(s) };
 
 		pg_xray_stats(cv->in[i].t, &s);
-		cv->st->trace.buffers += s.buffers;
-		cv->st->trace.records += s.records;
-		cv->st->trace.enters += s.enters;
-		cv->st->trace.exits += s.exits;
-		cv->st->trace.tail_exits += s.tail_exits;
-		cv->st->trace.args += s.args;
-		cv->st->trace.custom += s.custom;
-		cv->st->trace.typed += s.typed;
-		cv->st->trace.threads += s.threads;
-		cv->st->trace.damaged_buffers += s.damaged_buffers;
-		cv->st->trace.truncated_bytes += s.truncated_bytes;
-		cv->st->trace.orphan_args += s.orphan_args;
+		cv->trace->buffers += s.buffers;
+		cv->trace->records += s.records;
+		cv->trace->enters += s.enters;
+		cv->trace->exits += s.exits;
+		cv->trace->tail_exits += s.tail_exits;
+		cv->trace->args += s.args;
+		cv->trace->custom += s.custom;
+		cv->trace->typed += s.typed;
+		cv->trace->threads += s.threads;
+		cv->trace->damaged_buffers += s.damaged_buffers;
+		cv->trace->truncated_bytes += s.truncated_bytes;
+		cv->trace->orphan_args += s.orphan_args;
 	}
 	return pg_synth_round(&cv->syn);
 }
 
-int pg_xray_convert(const struct pg_xray_opts *o, struct pg_diag *diag,
-		    struct pg_xray_convert_stats *st)
+/* pg_xray_convert() on the library's own copies of the options and the
+ * counts */
+static int convert(const struct pg_xray_opts *o, struct pg_diag *diag,
+		   struct pg_xray_convert_stats *st, struct pg_xray_stats *trace)
 {
-	struct conv cv = { .o = o, .diag = diag, .st = st };
-	struct pg_pdw_opts wo = { .pipe = o->pipe, .compress_level = o->compress_level };
+	struct conv cv = { .o = o, .diag = diag, .st = st, .trace = trace };
+	struct pg_pdw_opts wo = { .sz = sizeof(wo), .pipe = o->pipe,
+				  .compress_level = o->compress_level };
 	uint64_t freq = o->frequency ? o->frequency : PG_XRAY_DEFAULT_FREQUENCY;
 	int ret;
 
-	memset(st, 0, sizeof(*st));
 	if (!o->ntraces)
 		return pg_err(diag, -EINVAL, "no trace to convert");
 	if (freq > 1000000000ull)
@@ -1037,5 +1041,35 @@ out:
 	free(cv.seen.bits);
 	free(cv.seen.slots);
 	pg_xray_map_close(cv.map);
+	return ret;
+}
+
+int pg_xray_convert(const struct pg_xray_opts *opts, struct pg_diag *diag,
+		    struct pg_xray_convert_stats *st)
+{
+	struct pg_xray_opts o;
+	struct pg_xray_convert_stats v = { .sz = sizeof(v) };
+	struct pg_xray_stats trace = { .sz = sizeof(trace) };
+	int ret;
+
+	if (!opts)
+		ret = pg_err(diag, -EINVAL, "xray conversion: no options");
+	else if (pg_sized_in(&o, sizeof(o), opts, opts->sz) < 0)
+		ret = pg_err(diag, -EINVAL, "xray conversion: options this library does not "
+			     "know (sz %zu)", opts->sz);
+	else
+		ret = convert(&o, diag, &v, &trace);
+	if (st) {
+		struct pg_xray_stats *t = st->sz >= offsetof(struct pg_xray_convert_stats, trace) +
+						    sizeof(st->trace) ? st->trace : NULL;
+
+		if (t) {
+			trace.sz = t->sz;
+			pg_sized_out(t, t->sz, &trace, sizeof(trace));
+		}
+		v.sz = st->sz;
+		v.trace = t;
+		pg_sized_out(st, st->sz, &v, sizeof(v));
+	}
 	return ret;
 }

@@ -322,7 +322,7 @@ struct opener {
 static void *open_thread(void *arg)
 {
 	struct opener *op = arg;
-	struct pg_jitwriter_opts o = { .dir = op->dir, .prefix = op->prefix };
+	struct pg_jitwriter_opts o = { .sz = sizeof(o), .dir = op->dir, .prefix = op->prefix };
 	struct pg_diag d = { 0 };
 	char jsc[64];
 	int ret;
@@ -661,22 +661,22 @@ static int do_selftest(const char *dir)
 
 	/* argument errors */
 	memset(&d, 0, sizeof(d));
-	o = (struct pg_jitwriter_opts){ .dir = dir, .prefix = "a/b" };
+	o = (struct pg_jitwriter_opts){ .sz = sizeof(o), .dir = dir, .prefix = "a/b" };
 	ret = pg_jitwriter_open(&o, &d, &w);
 	CHECK(ret == -EINVAL && !w && strstr(d.err, "a/b"), "%d %s", ret, d.err);
-	o = (struct pg_jitwriter_opts){ .dir = dir, .prefix = ".." };
+	o = (struct pg_jitwriter_opts){ .sz = sizeof(o), .dir = dir, .prefix = ".." };
 	CHECK(pg_jitwriter_open(&o, &d, &w) == -EINVAL, "%s", d.err);
-	o = (struct pg_jitwriter_opts){ .dir = dir, .mode = 010000 };
+	o = (struct pg_jitwriter_opts){ .sz = sizeof(o), .dir = dir, .mode = 010000 };
 	CHECK(pg_jitwriter_open(&o, &d, &w) == -EINVAL, "%s", d.err);
-	o = (struct pg_jitwriter_opts){ .dir = "" };
+	o = (struct pg_jitwriter_opts){ .sz = sizeof(o), .dir = "" };
 	CHECK(pg_jitwriter_open(&o, &d, &w) == -EINVAL, "%s", d.err);
 	snprintf(sub, sizeof(sub), "%s/missing", dir);
-	o = (struct pg_jitwriter_opts){ .dir = sub };
+	o = (struct pg_jitwriter_opts){ .sz = sizeof(o), .dir = sub };
 	ret = pg_jitwriter_open(&o, &d, &w);
 	CHECK(ret == -ENOENT && strstr(d.err, sub), "%d %s", ret, d.err);
 	CHECK(pg_jitwriter_open(NULL, &d, NULL) == -EINVAL, "%s", d.err);
 	CHECK(pg_jitwriter_close(NULL, &d) == 0, "close(NULL)");
-	o = (struct pg_jitwriter_opts){ .dir = dir };
+	o = (struct pg_jitwriter_opts){ .sz = sizeof(o), .dir = dir };
 	ret = pg_jitwriter_open_as(&o, "a/b.dump", &d, &w);
 	CHECK(ret == -EINVAL && !w && strstr(d.err, "a/b.dump"), "%d %s", ret, d.err);
 	CHECK(pg_jitwriter_open_as(&o, "", &d, &w) == -EINVAL, "%s", d.err);
@@ -711,7 +711,7 @@ static int do_selftest(const char *dir)
 	snprintf(link, sizeof(link), "%s/jit-%d.dump", sub, (int)getpid());
 	snprintf(path, sizeof(path), "%s/target", sub);
 	CHECK(symlink(path, link) == 0, "symlink: %s", strerror(errno));
-	o = (struct pg_jitwriter_opts){ .dir = sub };
+	o = (struct pg_jitwriter_opts){ .sz = sizeof(o), .dir = sub };
 	ret = pg_jitwriter_open(&o, &d, &w);
 	CHECK(ret == -ELOOP && strstr(d.err, "symbolic link"), "%d %s", ret, d.err);
 	CHECK(access(path, F_OK) < 0, "the symlink's target was created");
@@ -720,7 +720,7 @@ static int do_selftest(const char *dir)
 
 	/* the real one */
 	t0 = now_ns();
-	o = (struct pg_jitwriter_opts){ .dir = dir };
+	o = (struct pg_jitwriter_opts){ .sz = sizeof(o), .dir = dir };
 	ret = pg_jitwriter_open(&o, &d, &w);
 	CHECK(ret == 0, "open: %s", d.err);
 	if (ret < 0)
