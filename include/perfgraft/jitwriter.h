@@ -57,7 +57,10 @@
  * pad 0, pid, CLOCK_MONOTONIC time of the open in ns, flags 0), then, per
  * call, complete records in the format of perf's jitdump specification:
  *   pg_jitwriter_load():  [DEBUG_INFO] [UNWINDING_INFO] LOAD
+ *   pg_jitwriter_load_ext(): [DEBUG_INFO] [UNWINDING_INFO] [INLINE_INFO] LOAD
  *   pg_jitwriter_move():  MOVE
+ *   pg_jitwriter_unload(): UNLOAD (INLINE_INFO and UNLOAD are perfgraft's
+ *                         extension records, docs/jitdump-extensions.md)
  *   pg_jitwriter_close(): CLOSE
  * Every record time is clock_gettime(CLOCK_MONOTONIC) in ns, taken under
  * the writer's lock, so times never decrease in file order.  Record them
@@ -178,6 +181,33 @@ struct pg_jit_func {
 	const struct pg_jit_unwind *unwind;	/* NULL: no UNWINDING_INFO */
 };
 
+/* One function of an inline chain: its name and the line it is at (the
+ * innermost frame's executing line, an outer frame's line of the call). */
+struct pg_jit_frame {
+	const char *func;	/* NUL-terminated, not NULL */
+	const char *file;	/* source file; NULL: not given */
+	uint32_t line;		/* 1-based; 0: not known */
+};
+
+/* Code [addr, addr + size) runs frames[0], inlined into frames[1], ...
+ * inlined into frames[nframes - 1], the announced function itself. */
+struct pg_jit_inline {
+	uint64_t addr;
+	uint64_t size;		/* > 0 */
+	uint32_t nframes;	/* 2 .. 1024 */
+	const struct pg_jit_frame *frames;	/* innermost first */
+};
+
+/* What pg_jitwriter_load_ext() adds to a function: perfgraft's extension
+ * records (docs/jitdump-extensions.md), which perf skips. */
+struct pg_jit_func_ext {
+	size_t sz;		/* sizeof(struct pg_jit_func_ext): fields are
+				 * only ever added at the end */
+	const struct pg_jit_inline *inlines;	/* sorted by addr, not
+						 * overlapping, inside the code */
+	size_t ninlines;	/* 0: no INLINE_INFO record */
+};
+
 /* Creates the dump (see "Where the dump goes"), writes its header and maps
  * its first page executable.  opts is read during the call only; NULL
  * gives all the defaults.  opts->sz is the caller's
@@ -223,6 +253,26 @@ uint32_t pg_jitwriter_pid(const pg_jitwriter *w);
  * errno of a failed write; nothing is left in the file on failure. */
 int pg_jitwriter_load(pg_jitwriter *w, const struct pg_jit_func *func,
 		      uint64_t *code_index, struct pg_diag *diag);
+
+/* pg_jitwriter_load() with the function's inline chains (ext NULL: the
+ * same as pg_jitwriter_load()): an INLINE_INFO record goes into the
+ * group, before the LOAD.  ext->sz follows the rule of the opts structs
+ * (fields past it read as zero; bytes past this library's struct must be
+ * zero).  -EINVAL as pg_jitwriter_load(), and for a chain outside the
+ * code, empty, out of order or overlapping the one before, with fewer than
+ * 2 or more than 1024 frames, or a frame without a function name. */
+int pg_jitwriter_load_ext(pg_jitwriter *w, const struct pg_jit_func *func,
+			  const struct pg_jit_func_ext *ext, uint64_t *code_index,
+			  struct pg_diag *diag);
+
+/* Announces that the code of LOAD code_index, code_size bytes at addr
+ * (0: size not known), is gone: an UNLOAD record (perfgraft's extension;
+ * perf skips it).  Addresses reused later are named by the LOAD that
+ * reuses them, whether or not this is written.  Returns 0, -EINVAL for a
+ * code_index this writer did not hand out, -ECHILD (after fork), or the
+ * errno of a failed write. */
+int pg_jitwriter_unload(pg_jitwriter *w, uint64_t code_index, uint64_t addr,
+			uint64_t code_size, struct pg_diag *diag);
 
 /* Announces that the code of LOAD code_index (code_size bytes) was copied
  * from old_addr to new_addr and now runs there (a MOVE record; the

@@ -539,11 +539,108 @@ static int check_func(const pg_jitwriter *w, const struct pg_jit_func *f,
 	return 0;
 }
 
+
+#define MAX_FRAMES 1024
+#define NO_STRING 0xffffffffu
+
+static int check_inlines(const pg_jitwriter *w, const struct pg_jit_func *f,
+			 const struct pg_jit_func_ext *x, struct pg_diag *diag)
+{
+	uint64_t end = f->addr;
+
+	if (x->ninlines && !x->inlines)
+		return pg_err(diag, -EINVAL, "%s: function \"%s\": %zu inline chains but no array",
+			      w->path, f->name, x->ninlines);
+	for (size_t i = 0; i < x->ninlines; i++) {
+		const struct pg_jit_inline *in = &x->inlines[i];
+
+		if (!in->size || in->addr < end || in->addr - f->addr > f->code_size ||
+		    in->size > f->code_size - (in->addr - f->addr))
+			return pg_err(diag, -EINVAL,
+				      "%s: function \"%s\" (0x%llx, %llu bytes): inline chain %zu (0x%llx, %llu bytes) is empty, outside the code, or before the end of the one before it",
+				      w->path, f->name, (unsigned long long)f->addr,
+				      (unsigned long long)f->code_size, i, (unsigned long long)in->addr,
+				      (unsigned long long)in->size);
+		if (in->nframes < 2 || in->nframes > MAX_FRAMES || !in->frames)
+			return pg_err(diag, -EINVAL,
+				      "%s: function \"%s\": inline chain %zu has %u frames (2 to %d, with an array)",
+				      w->path, f->name, i, in->nframes, MAX_FRAMES);
+		for (uint32_t k = 0; k < in->nframes; k++)
+			if (!in->frames[k].func)
+				return pg_err(diag, -EINVAL,
+					      "%s: function \"%s\": inline chain %zu frame %u has no function name",
+					      w->path, f->name, i, k);
+		end = in->addr + in->size;
+	}
+	return 0;
+}
+
+/* The string's index in the record's table, adding it when new. */
+static uint32_t string_index(struct pg_strmap *m, const char *str)
+{
+	bool added;
+	long i = pg_strmap_intern(m, str, &added);
+
+	return i < 0 ? NO_STRING : (uint32_t)i;
+}
+
+/* INLINE_INFO: the strings (each name once), then the ranges. */
+static bool encode_inlines(struct pg_buf *b, const struct pg_jit_func *f,
+			   const struct pg_jit_func_ext *x, size_t *ts_at)
+{
+	struct pg_strmap m = { 0 };
+	size_t at;
+	bool ok = true;
+
+	for (size_t i = 0; i < x->ninlines && ok; i++)
+		for (uint32_t k = 0; k < x->inlines[i].nframes && ok; k++) {
+			const struct pg_jit_frame *fr = &x->inlines[i].frames[k];
+
+			ok = string_index(&m, fr->func) != NO_STRING &&
+			     (!fr->file || string_index(&m, fr->file) != NO_STRING);
+		}
+	at = rec_begin(b, PG_JD_INLINE_INFO, ts_at);
+	pg_buf_u64(b, f->addr);
+	pg_buf_u32(b, (uint32_t)m.n);
+	pg_buf_u32(b, (uint32_t)x->ninlines);
+	for (size_t i = 0; i < m.n && ok; i++) {
+		pg_buf_str(b, m.keys[i]);
+		ok = b->len - at <= UINT32_MAX;
+	}
+	for (size_t i = 0; i < x->ninlines && ok; i++) {
+		const struct pg_jit_inline *in = &x->inlines[i];
+
+		pg_buf_u32(b, (uint32_t)(in->addr - f->addr));
+		pg_buf_u32(b, (uint32_t)in->size);
+		pg_buf_u32(b, in->nframes);
+		for (uint32_t k = 0; k < in->nframes; k++) {
+			const struct pg_jit_frame *fr = &in->frames[k];
+
+			pg_buf_u32(b, string_index(&m, fr->func));
+			pg_buf_u32(b, fr->file ? string_index(&m, fr->file) : NO_STRING);
+			pg_buf_u32(b, fr->line);
+		}
+		ok = b->len - at <= UINT32_MAX && in->size <= UINT32_MAX &&
+		     in->addr - f->addr <= UINT32_MAX;
+	}
+	pg_strmap_free(&m);
+	pad8(b, at);
+	return ok && rec_end(b, at, 0);
+}
+
 int pg_jitwriter_load(pg_jitwriter *w, const struct pg_jit_func *f, uint64_t *code_index,
 		      struct pg_diag *diag)
 {
+	return pg_jitwriter_load_ext(w, f, NULL, code_index, diag);
+}
+
+int pg_jitwriter_load_ext(pg_jitwriter *w, const struct pg_jit_func *f,
+			  const struct pg_jit_func_ext *user_ext, uint64_t *code_index,
+			  struct pg_diag *diag)
+{
 	struct pg_buf b = { .big_endian = HOST_BE };
-	size_t ts_at[3], nts = 0, at, idx_at;
+	struct pg_jit_func_ext ext;
+	size_t ts_at[4], nts = 0, at, idx_at;
 	const char *prev = NULL;
 	struct iovec iov[2];
 	uint64_t ts, idx = 0;
@@ -552,6 +649,11 @@ int pg_jitwriter_load(pg_jitwriter *w, const struct pg_jit_func *f, uint64_t *co
 	if (!w)
 		return pg_err(diag, -EINVAL, "pg_jitwriter_load: no writer");
 	if ((ret = check_func(w, f, diag)) < 0)
+		return ret;
+	if (pg_sized_in(&ext, sizeof(ext), user_ext, user_ext ? user_ext->sz : 0) < 0)
+		return pg_err(diag, -EINVAL, "%s: function \"%s\": extensions this library does not know (sz %zu)",
+			      w->path, f->name, user_ext->sz);
+	if ((ret = check_inlines(w, f, &ext, diag)) < 0)
 		return ret;
 	if ((uint32_t)getpid() != w->pid)
 		return check_usable(w, diag);
@@ -596,6 +698,14 @@ int pg_jitwriter_load(pg_jitwriter *w, const struct pg_jit_func *f, uint64_t *co
 				      "%s: function \"%s\": a %llu-byte unwind blob does not fit an UNWINDING_INFO record (4 GiB)",
 				      w->path, f->name, (unsigned long long)u->size);
 		}
+	}
+	if (ext.ninlines && !encode_inlines(&b, f, &ext, &ts_at[nts++])) {
+		bool oom = b.oom;
+
+		pg_buf_free(&b);
+		return pg_err(diag, oom ? -ENOMEM : -EINVAL,
+			      "%s: function \"%s\": %zu inline chains do not fit an INLINE_INFO record (4 GiB)",
+			      w->path, f->name, ext.ninlines);
 	}
 	at = rec_begin(&b, PG_JD_LOAD, &ts_at[nts++]);
 	pg_buf_u32(&b, w->pid);
@@ -685,6 +795,46 @@ int pg_jitwriter_move(pg_jitwriter *w, uint64_t code_index, uint64_t old_addr,
 	if (ret == 0) {
 		pg_buf_put64(&b, ts_at, mono_ns());
 		ret = write_at_end(w, &iov, 1, "a MOVE record", diag);
+	}
+	pthread_mutex_unlock(&w->lock);
+	pg_buf_free(&b);
+	return ret;
+}
+
+int pg_jitwriter_unload(pg_jitwriter *w, uint64_t code_index, uint64_t addr,
+			uint64_t code_size, struct pg_diag *diag)
+{
+	struct pg_buf b = { .big_endian = HOST_BE };
+	size_t ts_at;
+	struct iovec iov;
+	int ret;
+
+	if (!w)
+		return pg_err(diag, -EINVAL, "pg_jitwriter_unload: no writer");
+	if ((uint32_t)getpid() != w->pid)
+		return check_usable(w, diag);
+	rec_begin(&b, PG_JD_UNLOAD, &ts_at);
+	pg_buf_u32(&b, w->pid);
+	pg_buf_u32(&b, thread_id());
+	pg_buf_u64(&b, addr);
+	pg_buf_u64(&b, code_size);
+	pg_buf_u64(&b, code_index);
+	rec_end(&b, 0, 0);
+	if (b.oom)
+		return pg_err(diag, -ENOMEM, "%s: UNLOAD: out of memory", w->path);
+	iov.iov_base = b.p;
+	iov.iov_len = b.len;
+
+	pthread_mutex_lock(&w->lock);
+	ret = check_usable(w, diag);
+	if (ret == 0 && (code_index < 1 || code_index >= w->next_index))
+		ret = pg_err(diag, -EINVAL,
+			     "%s: UNLOAD of code_index %llu, which this writer did not hand out (1..%llu so far)",
+			     w->path, (unsigned long long)code_index,
+			     (unsigned long long)(w->next_index - 1));
+	if (ret == 0) {
+		pg_buf_put64(&b, ts_at, mono_ns());
+		ret = write_at_end(w, &iov, 1, "an UNLOAD record", diag);
 	}
 	pthread_mutex_unlock(&w->lock);
 	pg_buf_free(&b);
