@@ -197,6 +197,7 @@ static long abstract_of(struct pg_dwarf *dw, const char *func)
 	dw->abs_off[idx] = (uint32_t)dw->abstr.len;
 	pg_buf_uleb(&dw->abstr, ABBREV_ABSTRACT);
 	pg_buf_str(&dw->abstr, func);
+	pg_buf_str(&dw->abstr, func);
 	pg_buf_u8(&dw->abstr, DW_INL_inlined);
 	return idx;
 }
@@ -383,6 +384,7 @@ int pg_dwarf_finish(struct pg_dwarf *dw, const char *cu_name,
 		pg_buf_uleb(a, DW_TAG_subprogram);
 		pg_buf_u8(a, DW_CHILDREN_no);
 		abbrev_attr(a, DW_AT_name, DW_FORM_string);
+		abbrev_attr(a, DW_AT_linkage_name, DW_FORM_string);
 		abbrev_attr(a, DW_AT_inline, DW_FORM_data1);
 		abbrev_attr(a, 0, 0);
 		for (int kids = 1; kids >= 0; kids--) {

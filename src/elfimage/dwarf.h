@@ -7,7 +7,10 @@
  * children of the function's subprogram, each referring (CU-relative
  * ref4) to one abstract DW_TAG_subprogram (DW_AT_inline) per distinct
  * inlined function of the image; the abstract ones come first in the
- * unit, right after the compile unit's attributes.  An image without
+ * unit, right after the compile unit's attributes.  They carry the name
+ * as DW_AT_linkage_name too: binutils (addr2line, perf) names the
+ * innermost frame by the ELF symbol around the address (the placed
+ * function) unless the DIE has a linkage name.  An image without
  * inline chains gets exactly the tables it had before they existed (no
  * abbreviations for them either). */
 #ifndef PG_ELFIMAGE_DWARF_H
