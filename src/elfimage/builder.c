@@ -53,6 +53,7 @@ struct img {
 	struct func *funcs;
 	size_t nfuncs, cap;
 	struct sha1_ctx sha;
+	bool has_inl;		/* the digest says it has inlined subroutines */
 	struct pg_dwarf dw;
 	struct pg_buf strtab;
 	const struct pg_code_cfi *unw;	/* real CFI, single-function images */
@@ -238,8 +239,29 @@ static int new_image(pg_elfset *set, const char *want, struct img **out)
 	return 0;
 }
 
+/* One warning per LOAD for the inline chains its DWARF leaves out or cuts. */
+static void inline_warning(pg_elfset *set, const struct pg_code_event *ld,
+			   const struct pg_dwarf_inl_stats *inl)
+{
+	char cut[96] = "";
+
+	if (inl->capped)
+		snprintf(cut, sizeof(cut), "%s%zu cut to their innermost %d inlined frames",
+			 inl->skipped ? "; " : "", inl->capped, PG_DWARF_MAX_INLINE_DEPTH);
+	if (inl->skipped)
+		pg_warn(set->diag, "%s: function at 0x%llx (code index %llu): %zu of %zu inline "
+			"chains left out (the first: %s)%s", set->dump_name,
+			(unsigned long long)ld->addr, (unsigned long long)ld->id, inl->skipped,
+			ld->ninlines, inl->why, cut);
+	else
+		pg_warn(set->diag, "%s: function at 0x%llx (code index %llu): of %zu inline "
+			"chains, %s", set->dump_name, (unsigned long long)ld->addr,
+			(unsigned long long)ld->id, ld->ninlines, cut);
+}
+
 static int img_add(pg_elfset *set, struct img *im, const struct pg_code_event *ld)
 {
+	struct pg_dwarf_inl_stats inl;
 	struct func *f;
 	uint64_t off = pg_align(im->text_end, FUNC_ALIGN);
 	uint64_t meta[3] = { ld->addr, ld->size, ld->id };
@@ -260,9 +282,18 @@ static int img_add(pg_elfset *set, struct img *im, const struct pg_code_event *l
 	sha1_update(&im->sha, nlen + 1, (const uint8_t *)ld->name);
 	sha1_update(&im->sha, ld->size, ld->code);
 	ret = pg_dwarf_add_func(&im->dw, ld->name, off, ld->size, ld->lines, ld->nlines,
-				ld->inlines, ld->ninlines);
+				ld->inlines, ld->ninlines, &inl);
 	if (ret || im->strtab.oom)
 		return pg_err(set->diag, -ENOMEM, "out of memory");
+	if (inl.dies && !im->has_inl) {
+		/* an image with inlined subroutines is not what a writer
+		 * without them made of the same input (kept out of the digest
+		 * of images without, whose build-ids stay as they were) */
+		sha1_update(&im->sha, 13, (const uint8_t *)"inline-dies-1");
+		im->has_inl = true;
+	}
+	if (inl.skipped || inl.capped)
+		inline_warning(set, ld, &inl);
 	return 0;
 }
 
@@ -725,7 +756,7 @@ int pg_elfset_add(pg_elfset *set, const struct pg_code_event *ld,
 	if (set->pack && set->pack->nfuncs &&
 	    (set->pack->text_end + ld->size + FUNC_ALIGN > set->text_off + set->pack_limit ||
 	     set->pack->strtab.len > TABLE_LIMIT || set->pack->dw.dies.len > TABLE_LIMIT ||
-	     set->pack->dw.prog.len > TABLE_LIMIT)) {
+	     set->pack->dw.prog.len > TABLE_LIMIT || set->pack->dw.abstr.len > TABLE_LIMIT)) {
 		ret = close_pack(set);
 		if (ret)
 			return ret;
