@@ -718,7 +718,19 @@ static int close_frames(struct conv *cv, struct thread *th, size_t keep, uint64_
 }
 
 /* Does r change th's stack (and so end its sampling run)? */
-static bool changes_stack(const struct thread *th, const struct pg_xr_record *r)
+/* How deep the frame an exit of func_id closes is (its index + 1), 0 when
+ * no open frame is func_id's (the trace began inside that call). */
+static size_t exit_depth(const struct thread *th, uint32_t func_id)
+{
+	size_t k = th->depth;
+
+	while (k > 0 && th->stack[k - 1].id != func_id)
+		k--;
+	return k;
+}
+
+/* Whether r changes th's stack; k: exit_depth() of an exit record. */
+static bool changes_stack(const struct thread *th, const struct pg_xr_record *r, size_t k)
 {
 	switch (r->kind) {
 	case PG_XR_ENTER:
@@ -726,10 +738,7 @@ static bool changes_stack(const struct thread *th, const struct pg_xr_record *r)
 		return true;
 	case PG_XR_EXIT:
 	case PG_XR_TAIL_EXIT:
-		for (size_t k = th->depth; k > 0; k--)
-			if (th->stack[k - 1].id == r->func_id)
-				return true;
-		return false;	/* an exit without entry changes nothing */
+		return k > 0;	/* an exit without entry changes nothing */
 	case PG_XR_THREAD_END:
 		return th->depth > 0;
 	default:
@@ -742,6 +751,7 @@ static int handle(struct conv *cv, uint32_t ti, const struct pg_xr_record *r, ui
 	uint64_t freq = cv->in[ti].freq, time;
 	struct thread *th = NULL;
 	bool changes;
+	size_t k = 0;
 	int ret;
 
 	if (cv->have_last_in && ns > cv->last_in && ns - cv->last_in > cv->max_gap &&
@@ -756,7 +766,9 @@ static int handle(struct conv *cv, uint32_t ti, const struct pg_xr_record *r, ui
 		return ret;
 	/* the old stack's last sample, if thinning left points owed, before
 	 * this record's events */
-	changes = changes_stack(th, r);
+	if (r->kind == PG_XR_EXIT || r->kind == PG_XR_TAIL_EXIT)
+		k = exit_depth(th, r->func_id);
+	changes = changes_stack(th, r, k);
 	if (changes && (ret = flush_run(cv, th, ns)) < 0)
 		return ret;
 	time = out_time(cv, ns);
@@ -776,11 +788,7 @@ static int handle(struct conv *cv, uint32_t ti, const struct pg_xr_record *r, ui
 			return ret;
 		break;
 	case PG_XR_EXIT:
-	case PG_XR_TAIL_EXIT: {
-		size_t k = th->depth;
-
-		while (k > 0 && th->stack[k - 1].id != r->func_id)
-			k--;
+	case PG_XR_TAIL_EXIT:
 		if (k == 0) {
 			/* the trace began inside this call */
 			cv->st->exits_without_entry++;
@@ -803,7 +811,6 @@ static int handle(struct conv *cv, uint32_t ti, const struct pg_xr_record *r, ui
 		if (ret < 0)
 			return ret;
 		break;
-	}
 	case PG_XR_CUSTOM:
 	case PG_XR_TYPED:
 		if (cv->events && (ret = ev_payload(cv, th, r, time)) < 0)
