@@ -345,6 +345,19 @@ static inline void pg_synth_sample_id(struct pg_rec *r, uint64_t sample_type,
 		pg_rec_u64(r, s->id);
 }
 
+/* The bytes pg_synth_sample_id() writes for sample_type (each field 8). */
+static inline size_t pg_synth_sample_id_size(uint64_t sample_type)
+{
+	static const uint64_t fields[] = { PG_SAMPLE_TID, PG_SAMPLE_TIME, PG_SAMPLE_ID,
+					   PG_SAMPLE_STREAM_ID, PG_SAMPLE_CPU,
+					   PG_SAMPLE_IDENTIFIER };
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		n += (sample_type & fields[i]) ? 8 : 0;
+	return n;
+}
+
 /* A COMM record for pid/tid with s's sample_id trailer (sample_type 0:
  * none).  The name is cut to 15 bytes and NUL-padded to name_size bytes,
  * 0 meaning perf's own size (strlen + 1 rounded up to 8); name_size is a

@@ -662,9 +662,7 @@ int pg_pdw_mmap2(pg_pdw *w, const struct pg_pd_attr *a, const struct pg_pdw_mmap
 	uint64_t st = a && a->sample_id_all ? a->sample_type : 0;
 	const struct pg_synth_sample sid = { .pid = m->pid, .tid = m->tid, .time = m->time,
 					     .id = m->id, .cpu = m->cpu };
-	size_t size = 72 + nlen + 8 * (!!(st & PG_SAMPLE_TID) + !!(st & PG_SAMPLE_TIME) +
-				       !!(st & PG_SAMPLE_ID) + !!(st & PG_SAMPLE_STREAM_ID) +
-				       !!(st & PG_SAMPLE_CPU) + !!(st & PG_SAMPLE_IDENTIFIER));
+	size_t size = 72 + nlen + pg_synth_sample_id_size(st);
 	struct pg_rec r = { .cap = size, .big_endian = w->big_endian };
 	int ret;
 
