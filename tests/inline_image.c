@@ -124,7 +124,7 @@ int main(int argc, char **argv)
 	struct pg_code_process proc = {
 		.pid = 4711, .elf_mach = EM_X86_64_, .is_64bit = true, .timestamp = 12345,
 	};
-	struct pg_elfset_opts opts = { 0 };
+	struct pg_elfset_opts opts = { .sz = sizeof(opts) };
 	bool be = false, b32 = false, hostile = false;
 	const char *dir = NULL;
 	struct pg_code_event ev[8];
