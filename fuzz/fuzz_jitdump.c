@@ -2,8 +2,9 @@
 /* libFuzzer harness for the jitdump reader and the ELF image builder.
  *
  * Pass 1 walks every record (PG_JITDUMP_ALL_RECORDS) and reads every byte
- * a record points at (names, line file names, code, unwind blobs), so that
- * ASan sees any pointer or length that escapes the input buffer.
+ * a record points at (names, line file names, code, unwind blobs, the
+ * ranges and frames of INLINE_INFO and their strings, UNLOAD's fields), so
+ * that ASan sees any pointer or length that escapes the input buffer.
  * Pass 2 opens the input again in the default mode and feeds every LOAD to
  * an elfset writing into a private temporary directory, then deletes what
  * was written so that a long run does not fill the disk.
@@ -70,6 +71,43 @@ static uint64_t touch_unwind(const struct pg_jd_unwind *uw)
 	return sum;
 }
 
+/* INLINE_INFO: every range and frame, the strings they name. */
+static uint64_t touch_inline(const struct pg_jd_inline *in)
+{
+	uint64_t sum;
+
+	if (!in)
+		return 0;
+	sum = in->offset + in->timestamp + in->code_addr + in->nr_strings +
+	      in->nr_ranges + in->dropped + in->nranges;
+	if (in->nranges && !in->ranges)
+		abort();	/* ranges promised, none given */
+	if (in->dropped && in->nranges)
+		abort();	/* a dropped record keeps no ranges */
+	if (in->nranges > in->nr_ranges)
+		abort();	/* more ranges than recorded */
+	for (size_t i = 0; i < in->nranges; i++) {
+		const struct pg_jd_inline_range *rg = &in->ranges[i];
+
+		if (rg->nframes < 2 || rg->nframes > PG_JD_MAX_FRAMES || !rg->frames)
+			abort();	/* the reader checks the frame count */
+		sum += rg->off + rg->len + rg->nframes;
+		for (uint32_t k = 0; k < rg->nframes; k++) {
+			const struct pg_jd_frame *f = &rg->frames[k];
+
+			if (!f->func)
+				abort();	/* every frame names a function */
+			sum += touch_str(f->func) + touch_str(f->file) + f->line;
+		}
+	}
+	return sum;
+}
+
+static uint64_t touch_unload(const struct pg_jd_unload *ul)
+{
+	return ul->pid + ul->tid + ul->code_addr + ul->code_size + ul->code_index;
+}
+
 static uint64_t touch_load(const struct pg_jd_load *ld)
 {
 	uint64_t sum = ld->pid + ld->tid + ld->vma + ld->code_addr +
@@ -79,6 +117,7 @@ static uint64_t touch_load(const struct pg_jd_load *ld)
 	sum += touch_bytes(ld->code, ld->code_size);
 	sum += touch_debug(ld->debug);
 	sum += touch_unwind(ld->unwind);
+	sum += touch_inline(ld->inl);
 	return sum;
 }
 
@@ -102,6 +141,12 @@ static uint64_t touch_record(const struct pg_jd_record *rec)
 		break;
 	case PG_JD_UNWINDING_INFO:
 		sum += touch_unwind(&rec->u.unwind);
+		break;
+	case PG_JD_INLINE_INFO:
+		sum += touch_inline(&rec->u.inl);
+		break;
+	case PG_JD_UNLOAD:
+		sum += touch_unload(&rec->u.unload);
 		break;
 	default:	/* CLOSE and unknown ids: prefix only */
 		break;
@@ -143,7 +188,10 @@ static void walk_all(const uint8_t *data, size_t size)
 	while ((rc = pg_jitdump_next(jd, &rec)) > 0)
 		sum += touch_record(&rec);
 	pg_jitdump_stats(jd, &st);
-	sum += st.records + st.loads + st.lines + st.truncated_bytes;
+	sum += st.records + st.loads + st.lines + st.truncated_bytes +
+	       st.inline_infos + st.unloads + st.dropped_inline;
+	if (st.dropped_inline > st.inline_infos)
+		abort();	/* dropped more INLINE_INFO than read */
 	pg_jitdump_close(jd);
 	sink += sum + rc;
 }
@@ -189,6 +237,18 @@ static void build_images(const uint8_t *data, size_t size)
 			if (ev.lines[i].off >= ev.size || !ev.lines[i].line ||
 			    (i && ev.lines[i].off < ev.lines[i - 1].off))
 				abort();
+		/* and its inline chains: inside the code, not empty, in order
+		 * without overlap, 2.. frames each with a function */
+		for (size_t i = 0; i < ev.ninlines; i++) {
+			const struct pg_code_inline *c = &ev.inlines[i];
+
+			if (!c->len || c->off + c->len > ev.size || c->nframes < 2 ||
+			    (i && c->off < ev.inlines[i - 1].off + ev.inlines[i - 1].len))
+				abort();
+			for (uint32_t k = 0; k < c->nframes; k++)
+				sink += touch_str(c->frames[k].func) + touch_str(c->frames[k].file) +
+					c->frames[k].line;
+		}
 		memset(&place, 0, sizeof(place));
 		rc = pg_elfset_add(set, &ev, &place);
 		if (rc < 0)

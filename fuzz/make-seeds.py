@@ -13,6 +13,8 @@ MAGIC = 0x4A695444
 V8_PAD = 0xDEADBEEF
 EM_386, EM_PPC64, EM_X86_64, EM_AARCH64 = 3, 21, 62, 183
 LOAD, MOVE, DEBUG_INFO, CLOSE, UNWINDING_INFO = 0, 1, 2, 3, 4
+INLINE_INFO, UNLOAD = 0x70670001, 0x70670002   # perfgraft's extensions
+NO_FILE = 0xFFFFFFFF
 
 # push rbp; mov rbp,rsp; mov eax,42; pop rbp; ret; int3 x6 (16 bytes)
 CODE = bytes.fromhex("554889e5b82a0000005dc3cccccccccc")
@@ -58,6 +60,22 @@ class Dump:
 
     def unknown(self, rid, body):
         self.rec(rid, body)
+
+    def inline(self, addr, strings, ranges, nr_strings=None, nr_ranges=None):
+        """INLINE_INFO: ranges (off, len, [(func, file, line)...][, nframes])."""
+        body = struct.pack(self.e + "QII", addr,
+                           len(strings) if nr_strings is None else nr_strings,
+                           len(ranges) if nr_ranges is None else nr_ranges)
+        body += b"".join(s + b"\0" for s in strings)
+        for r in ranges:
+            off, ln, frames = r[:3]
+            body += struct.pack(self.e + "III", off, ln, r[3] if len(r) > 3 else len(frames))
+            for f in frames:
+                body += struct.pack(self.e + "III", *f)
+        self.rec(INLINE_INFO, body)
+
+    def unload(self, addr, size, index, pid=4242):
+        self.rec(UNLOAD, struct.pack(self.e + "IIQQQ", pid, pid, addr, size, index))
 
     def close(self):
         self.rec(CLOSE, b"")
@@ -155,6 +173,34 @@ def seeds():
     d.load(0x400010, b"a", ret, 3, pid=31337)
     d.debug(0x400020, [(0x400020, 1, 0, b"dangling.c")])
     out["08-aarch64-dup.jd"] = d.buf
+
+    # perfgraft's INLINE_INFO (depth 2 and 3 chains, shared strings, no
+    # file) before a LOAD with DEBUG_INFO, UNLOAD after it.
+    d = Dump()
+    d.inline(base, [b"f", b"inl", b"a.js", b"deep"], [
+        (0, 4, [(1, 2, 7), (0, 2, 1)]),
+        (4, 4, [(3, NO_FILE, 9), (1, 2, 8), (0, 2, 2)]),
+        (8, 4, [(1, NO_FILE, 5), (0, 2, 3)])])
+    d.debug(base, [(base, 1, 0, b"a.js"), (base + 4, 9, 0, b"\xff")])
+    d.load(base, b"f", CODE, 1)
+    d.unload(base, len(CODE), 1)
+    out["09-inline-unload.jd"] = d.buf
+
+    # Big-endian: a damaged INLINE_INFO (a frame names string 5 of 2), two
+    # before one LOAD, one for other code, ranges the model drops (empty,
+    # overlapping, outside the code), an UNLOAD.
+    d = Dump(mach=EM_PPC64, be=True, pid=77)
+    d.inline(base, [b"g", b"x"], [(0, 4, [(5, 0, 1), (0, 0, 1)])])
+    d.inline(base, [b"g", b"x"], [(0, 4, [(1, NO_FILE, 1), (0, 0, 2)])])
+    d.inline(base, [b"g", b"x"], [(0, 4, [(1, 1, 1), (0, 0, 2)]),
+                                  (4, 0, [(1, 1, 1), (0, 0, 2)]),
+                                  (2, 4, [(1, 1, 1), (0, 0, 2)]),
+                                  (6, 9, [(1, 1, 1), (0, 0, 2)])])
+    d.load(base, b"g", bytes.fromhex("3860002a4e800020"), 5, pid=77)
+    d.inline(base + 0x1000, [b"h", b"y"], [(0, 4, [(1, 1, 1), (0, 0, 2)])])
+    d.load(base + 0x40, b"h", bytes.fromhex("3860002a4e800020"), 6, pid=77)
+    d.unload(base, 8, 5, pid=77)
+    out["10-inline-be-damaged.jd"] = d.buf
 
     return out
 

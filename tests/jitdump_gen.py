@@ -17,6 +17,12 @@ tools/perf/Documentation/jitdump-specification.txt and util/jitdump.c):
   CLOSE (3): prefix only
   UNWINDING_INFO (4): u64 unwinding_size, u64 eh_frame_hdr_size,
              u64 mapped_size, blob [.eh_frame][.eh_frame_hdr], padding
+  perfgraft's extension records (docs/jitdump-extensions.md):
+  INLINE_INFO (0x70670001): u64 code_addr, u32 nr_strings, u32 nr_ranges,
+             strings (NUL-terminated), ranges {u32 off, u32 len, u32 nframes,
+             frames {u32 func, u32 file, u32 line}} (file 0xffffffff: none)
+  UNLOAD (0x70670002): u32 pid, u32 tid, u64 code_addr, u64 code_size,
+             u64 code_index
 
 JitdumpBuilder writes well-formed files and, through overrides and raw(),
 damaged ones.  Every record method returns a Rec with the record's file
@@ -34,9 +40,12 @@ JIT_CODE_MOVE = 1
 JIT_CODE_DEBUG_INFO = 2
 JIT_CODE_CLOSE = 3
 JIT_CODE_UNWINDING_INFO = 4
+JIT_CODE_INLINE_INFO = 0x70670001
+JIT_CODE_UNLOAD = 0x70670002
 
 TYPE_NAMES = {0: "LOAD", 1: "MOVE", 2: "DEBUG_INFO", 3: "CLOSE",
-              4: "UNWINDING_INFO"}
+              4: "UNWINDING_INFO", JIT_CODE_INLINE_INFO: "INLINE_INFO",
+              JIT_CODE_UNLOAD: "UNLOAD"}
 
 EM_386 = 3
 EM_PPC64 = 21
@@ -50,6 +59,9 @@ MOVE_FIXED = PREFIX_SIZE + 48
 DEBUG_FIXED = PREFIX_SIZE + 16
 DEBUG_ENTRY_FIXED = 16
 UNWIND_FIXED = PREFIX_SIZE + 24
+INLINE_FIXED = PREFIX_SIZE + 16
+UNLOAD_FIXED = PREFIX_SIZE + 32
+NO_FILE = 0xFFFFFFFF
 
 V8_PAD1 = 0xDEADBEEF
 V8_LINE_BIAS_64 = 0x40
@@ -244,6 +256,9 @@ class Func:
         self.code_index = code_index
         self.debug = debug        # list of dict(addr, line, discrim, file, damaged) or None
         self.unwind = unwind      # dict(unwinding_size, hdr_size, mapped_size, real) or None
+        self.inline = None        # the pending INLINE_INFO (dict) or None
+        self.chains = []          # its chains the code model keeps (dicts)
+        self.model_warning = None # the model's warning about them (str) or None
 
     @property
     def has_cfi(self):
@@ -275,6 +290,7 @@ class JitdumpBuilder:
         self._ts = 1000
         self._pending_debug = None
         self._pending_unwind = None
+        self._pending_inline = None
 
     # -- low level ------------------------------------------------------
     @property
@@ -344,8 +360,12 @@ class JitdumpBuilder:
         rec.extra.update(name=name, code=code)
         f = Func(rec, name, code, code_addr, code_index, self._pending_debug,
                  self._pending_unwind)
+        f.inline = self._pending_inline
+        if f.inline:
+            f.chains, f.model_warning = model_chains(f.inline, code_addr, len(code))
         self._pending_debug = None
         self._pending_unwind = None
+        self._pending_inline = None
         self.funcs.append(f)
         return rec
 
@@ -436,6 +456,65 @@ class JitdumpBuilder:
     def close(self, timestamp=None, total_size=None):
         return self._record("CLOSE", JIT_CODE_CLOSE, b"", timestamp, total_size)
 
+    def inline_info(self, code_addr, strings, ranges, nr_strings=None, nr_ranges=None,
+                    terminate=True, trailer=b"", timestamp=None, total_size=None,
+                    drop=None):
+        """INLINE_INFO (perfgraft's extension).  strings: bytes each (a NUL
+        added; terminate=False leaves the last one without).  ranges:
+        (off, len, frames[, nframes]) with frames (func, file, line) string
+        indexes, innermost first; nframes overrides the count written.
+        nr_strings / nr_ranges override the counts (nr_strings may be a
+        function of the bytes after the fixed part).  drop: the reader's
+        warning (after "FILE: offset N: ") when it must drop the record;
+        a dropped record clears the pending INLINE_INFO."""
+        body = b""
+        for i, st in enumerate(strings):
+            body += st
+            if terminate or i + 1 < len(strings):
+                body += b"\x00"
+        for r in ranges:
+            off, ln, frames = r[:3]
+            n = r[3] if len(r) > 3 else len(frames)
+            body += self.u32(off) + self.u32(ln) + self.u32(n)
+            for fn, fl, line in frames:
+                body += self.u32(fn) + self.u32(fl) + self.u32(line)
+        body += trailer
+        ns = len(strings) if nr_strings is None else nr_strings
+        if callable(ns):
+            ns = ns(len(body))
+        nr = len(ranges) if nr_ranges is None else nr_ranges
+        if drop is not None:
+            drop = drop.format(ns=ns, nr=nr)
+        payload = self.u64(code_addr) + self.u32(ns) + self.u32(nr) + body
+        rec = self._record("INLINE_INFO", JIT_CODE_INLINE_INFO, payload, timestamp,
+                           total_size)
+        chains = []
+        if drop is None:
+            for off, ln, frames in (r[:3] for r in ranges):
+                chains.append(dict(off=off, len=ln, frames=[
+                    dict(func=strings[fn].decode("utf-8"),
+                         file=None if fl == NO_FILE else strings[fl].decode("utf-8"),
+                         line=line) for fn, fl, line in frames]))
+        rec.json.update(code_addr=code_addr, nr_strings=ns & 0xFFFFFFFF,
+                        nr_ranges=nr & 0xFFFFFFFF, dropped=drop is not None,
+                        ranges=chains)
+        rec.extra.update(drop=drop)
+        self._pending_inline = None if drop else dict(rec=rec, code_addr=code_addr,
+                                                      chains=chains)
+        return rec
+
+    def unload(self, code_addr, code_size, code_index, pid=None, tid=None,
+               timestamp=None, total_size=None, trailer=b""):
+        """UNLOAD (perfgraft's extension): the code of a LOAD is gone."""
+        pid = self.hdr["pid"] if pid is None else pid
+        tid = pid + 1 if tid is None else tid
+        payload = (self.u32(pid) + self.u32(tid) + self.u64(code_addr)
+                   + self.u64(code_size) + self.u64(code_index) + trailer)
+        rec = self._record("UNLOAD", JIT_CODE_UNLOAD, payload, timestamp, total_size)
+        rec.json.update(pid=pid, tid=tid, code_addr=code_addr, code_size=code_size,
+                        code_index=code_index)
+        return rec
+
     def unknown(self, rid, payload=b"", timestamp=None, total_size=None):
         rec = self._record("UNKNOWN", rid, payload, timestamp, total_size)
         return rec
@@ -448,6 +527,61 @@ class JitdumpBuilder:
         with open(path, "wb") as f:
             f.write(self.buf)
         return path
+
+    def without(self, leave_out):
+        """The file with the records for which leave_out(rec) is true left
+        out."""
+        out = bytearray()
+        pos = 0
+        for r in self.records:
+            if leave_out(r):
+                out += self.buf[pos:r.offset]
+                pos = r.end
+        return bytes(out + self.buf[pos:])
+
+
+def model_chains(inl, code_addr, code_size):
+    """The chains of a pending INLINE_INFO the code model keeps for the LOAD
+    at code_addr, and its warning (docs/jitdump-extensions.md): none when
+    the record is for other code; else ranges that are empty, out of order,
+    overlapping or outside the code dropped."""
+    if not inl["chains"]:
+        return [], None
+    if inl["code_addr"] != code_addr:
+        return [], ("INLINE_INFO is for code at 0x%x, the LOAD after it is at 0x%x; "
+                    "chains dropped" % (inl["code_addr"], code_addr))
+    kept, bad, end = [], 0, 0
+    for c in inl["chains"]:
+        if not c["len"] or c["off"] < end or c["off"] + c["len"] > code_size:
+            bad += 1
+            continue
+        end = c["off"] + c["len"]
+        kept.append(c)
+    warn = None
+    if bad:
+        warn = ("INLINE_INFO has %d range%s that %s empty, outside the code or out of "
+                "order; dropped" % (bad, "" if bad == 1 else "s", "is" if bad == 1 else "are"))
+    return kept, warn
+
+
+def inlined_dies(chains):
+    """How many DW_TAG_inlined_subroutine entries the chains make: a chain
+    right after the previous one (no gap) shares its outer levels that are
+    the same function called from the same file and line."""
+    n, prev_end, open_ = 0, None, []
+    for c in chains:
+        fr = c["frames"]
+        top = min(len(fr) - 1, 64)
+        levels = [(fr[top - 1 - k]["func"], fr[top - k]["file"] or "??", fr[top - k]["line"])
+                  for k in range(top)]
+        m = 0
+        if c["off"] == prev_end:
+            while m < min(len(open_), top) and open_[m] == levels[m]:
+                m += 1
+        n += top - m
+        open_ = levels
+        prev_end = c["off"] + c["len"]
+    return n
 
 
 # --------------------------------------------------------------------------
@@ -501,6 +635,30 @@ def parse(data):
             blob = body[24:24 + us]
             r.update(unwinding_size=us, eh_frame_hdr_size=hs, mapped_size=ms,
                      eh_frame=blob[:us - hs], hdr=blob[us - hs:])
+        elif rid == JIT_CODE_INLINE_INFO:
+            ca, ns, nr = struct.unpack_from(bo + "QII", body, 0)
+            p = 16
+            strs = []
+            for _ in range(ns):
+                e = body.index(b"\x00", p)
+                strs.append(body[p:e].decode("utf-8"))
+                p = e + 1
+            ranges = []
+            for _ in range(nr):
+                o, ln, n = struct.unpack_from(bo + "III", body, p)
+                p += 12
+                frames = []
+                for _ in range(n):
+                    fn, fl, line = struct.unpack_from(bo + "III", body, p)
+                    p += 12
+                    frames.append(dict(func=strs[fn], file=None if fl == NO_FILE else strs[fl],
+                                       line=line))
+                ranges.append(dict(off=o, len=ln, frames=frames))
+            assert p == len(body), "INLINE_INFO trailing bytes"
+            r.update(code_addr=ca, nr_strings=ns, nr_ranges=nr, dropped=False, ranges=ranges)
+        elif rid == JIT_CODE_UNLOAD:
+            v = struct.unpack_from(bo + "IIQQQ", body, 0)
+            r.update(zip(("pid", "tid", "code_addr", "code_size", "code_index"), v))
         recs.append(r)
         off += size
     if off != len(data):
@@ -762,7 +920,233 @@ def cases(outdir):
     # --- V8-like --------------------------------------------------------------
     b, warn = _v8_like()
     emit("v8_damaged_names", b, line_bias=V8_LINE_BIAS_64, warn_offsets=warn, v8=True)
+
+    # --- perfgraft's extension records -----------------------------------------
+    for lay in EXT_LAYOUTS:
+        for name, b, kw in _ext_cases(lay):
+            emit("ext_%s_%s" % (name, lay[0]), b, **kw)
     return out
+
+
+# --------------------------------------------------------------------------
+# perfgraft's extension records, INLINE_INFO and UNLOAD
+# (docs/jitdump-extensions.md), in three layouts.  Each case's Expect has
+# ext=True and: warns, the reader's warnings [(offset, message)] (dump and
+# elf); model_warns, the code model's (elf only); summary, dump --json's
+# summary; error (offset, message) for the fatal ones; each Func's chains
+# (what the model keeps) and dies (DW_TAG_inlined_subroutine entries).
+
+EXT_LAYOUTS = (("le64", "<", EM_X86_64, "x86_64", BASE64),
+               ("be64", ">", EM_PPC64, "ppc64", BASE64),
+               ("le32", "<", EM_386, "i386", BASE32))
+
+FILE_A = b"/src/app/a.js"
+FILE_B = b"/src/app/b.js"
+FILE_L = b"/src/app/lib.js"
+
+
+def _summary(b, extra_records=0):
+    """dump --json's summary of the builder's records (extra_records: one
+    more record counted, as the reader does for the one it fails at)."""
+    recs = b.records
+
+    def cnt(k):
+        return sum(1 for r in recs if r.kind == k)
+    lines = sum(r.json["nr_entry"] for r in recs if r.kind == "DEBUG_INFO" and r.json)
+    return dict(records=len(recs) + extra_records, loads=cnt("LOAD"), moves=cnt("MOVE"),
+                debug_infos=cnt("DEBUG_INFO"), unwinding_infos=cnt("UNWINDING_INFO"),
+                closes=cnt("CLOSE"), unknown=cnt("UNKNOWN"), lines=lines, damaged_names=0,
+                truncated_bytes=0, inline_infos=cnt("INLINE_INFO"), unloads=cnt("UNLOAD"))
+
+
+def _ext_expect(b, error=None):
+    warns = [(r.offset, r.extra["drop"]) for r in b.records
+             if r.kind == "INLINE_INFO" and r.extra.get("drop")]
+    model = [(f.inline["rec"].offset, f.model_warning) for f in b.funcs if f.model_warning]
+    for f in b.funcs:
+        f.dies = inlined_dies(f.chains)
+    kw = dict(ext=True, warns=warns, model_warns=model, clean=not warns and not model,
+              warn_offsets=[{o} for o, _ in warns], model_warn_offsets=[{o} for o, _ in model],
+              summary=_summary(b, 1 if error else 0))
+    if error:
+        kw.update(exit=1, error=error, error_offsets={error[0]})
+    return kw
+
+
+def _ext_valid(b, gen, base):
+    """Depth 2 and 3 chains sharing strings, a file 0xffffffff, adjacent
+    chains sharing a level, INLINE_INFO before and after the DEBUG_INFO,
+    UNLOADs, an INLINE_INFO that no LOAD follows."""
+    a1, a2, a3 = base + 0x9000, base + 0x9080, base + 0x9100
+    out, hlp, leaf, fa, fl = range(5)
+    b.inline_info(a1, [b"JS:*outer1", b"helper", b"leaf", FILE_A, FILE_L], [
+        (0x08, 0x08, [(leaf, fl, 200), (out, fa, 11)]),
+        (0x18, 0x08, [(leaf, fl, 201), (hlp, fl, 101), (out, fa, 12)]),
+        (0x20, 0x08, [(hlp, fl, 105), (out, fa, 12)]),     # shares the helper level
+        (0x30, 0x10, [(leaf, NO_FILE, 202), (out, NO_FILE, 15)]),
+    ])
+    b.debug_info(a1, [(a1, 10, 0, FILE_A), (a1 + 0x08, 200, 0, FILE_L),
+                      (a1 + 0x10, 11, 0, FILE_A), (a1 + 0x18, 201, 0, FILE_L),
+                      (a1 + 0x20, 105, 0, SAME_FILE), (a1 + 0x28, 13, 0, FILE_A),
+                      (a1 + 0x30, 202, 0, FILE_L), (a1 + 0x40, 16, 0, FILE_A)])
+    b.load(b"JS:*outer1", gen(0x60, 0x21), a1, 0)
+    leaf, hlp, fl, out, fb = range(5)
+    b.debug_info(a2, [(a2, 20, 0, FILE_B), (a2 + 0x04, 300, 0, FILE_L),
+                      (a2 + 0x10, 301, 0, SAME_FILE), (a2 + 0x18, 22, 0, FILE_B)])
+    b.inline_info(a2, [b"leaf", b"helper", FILE_L, b"JS:*outer2", FILE_B], [
+        (0x04, 0x0c, [(leaf, fl, 300), (hlp, fl, 110), (out, fb, 21)]),
+        (0x10, 0x08, [(leaf, fl, 301), (hlp, fl, 111), (out, fb, 21)]),
+    ])
+    b.load(b"JS:*outer2", gen(0x40, 0x22), a2, 1)
+    b.unload(a1, 0x60, 0, tid=7)
+    b.load(b"JS:*plain", gen(0x20, 0x23), a3, 2)
+    b.unload(a3, 0x20, 2)
+    b.inline_info(a3 + 0x100, [b"JS:*never", b"inl"], [(0, 4, [(1, NO_FILE, 2), (0, NO_FILE, 1)])])
+
+
+_STRS = [b"JS:*victim", b"inl", FILE_A, FILE_L]
+_G = (0, 8, [(1, 3, 5), (0, 2, 1)])
+
+# name: (inline_info keyword arguments, the reader's warning)
+_DAMAGED = {
+    "str_count": (dict(strings=_STRS, ranges=[_G], nr_strings=lambda n: n + 1),
+                  "INLINE_INFO string count does not fit: {ns}; record dropped"),
+    "str_unterminated": (dict(strings=_STRS, ranges=[], terminate=False),
+                         "INLINE_INFO string runs past the end of its record: string 3; "
+                         "record dropped"),
+    "range_count": (dict(strings=_STRS, ranges=[_G], nr_ranges=2),
+                    "INLINE_INFO range count does not fit: 2; record dropped"),
+    "range_frames_past": (dict(strings=_STRS, ranges=[_G + (4,)]),
+                          "INLINE_INFO range runs past the end of its record: range 0; "
+                          "record dropped"),
+    "range_header_past": (dict(strings=_STRS, ranges=[(0, 8, [(1, 3, 5)] * 5 + [(0, 2, 1)])],
+                               nr_ranges=2),
+                          "INLINE_INFO range runs past the end of its record: range 1; "
+                          "record dropped"),
+    # one 1-frame range fills less than the smallest range (2 frames)
+    "nframes_1_tight": (dict(strings=_STRS, ranges=[(0, 8, [(0, 2, 1)])]),
+                        "INLINE_INFO range count does not fit: 1; record dropped"),
+    "nframes_1": (dict(strings=_STRS, ranges=[_G, (0x10, 8, [(0, 2, 1)])],
+                       trailer=b"\x00" * 12),
+                  "INLINE_INFO range has a frame count out of 2..1024: 1; record dropped"),
+    "nframes_1025": (dict(strings=_STRS, ranges=[_G + (1025,)]),
+                     "INLINE_INFO range has a frame count out of 2..1024: 1025; "
+                     "record dropped"),
+    "nframes_0": (dict(strings=_STRS, ranges=[_G + (0,)]),
+                  "INLINE_INFO range has a frame count out of 2..1024: 0; record dropped"),
+    "func_index": (dict(strings=_STRS, ranges=[(0, 8, [(4, 3, 5), (0, 2, 1)])]),
+                   "INLINE_INFO frame names a string that is not there: index 4; "
+                   "record dropped"),
+    "func_no_string": (dict(strings=_STRS, ranges=[(0, 8, [(NO_FILE, 3, 5), (0, 2, 1)])]),
+                       "INLINE_INFO frame names a string that is not there: index "
+                       "4294967295; record dropped"),
+    "file_index": (dict(strings=_STRS, ranges=[_G, (0x10, 8, [(1, 0xFFFFFFFE, 5), (0, 2, 1)])]),
+                   "INLINE_INFO frame names a string that is not there: index 4294967294; "
+                   "record dropped"),
+}
+
+_HOST = [b"JS:*host", b"inl", FILE_A, FILE_L, b"deeper"]
+_G0 = (0x00, 8, [(1, 3, 5), (0, 2, 1)])
+_G1 = (0x10, 8, [(1, 3, 6), (0, 2, 2)])
+_G2 = (0x20, 8, [(4, 3, 7), (1, 3, 8), (0, 2, 3)])
+
+# name: ranges of an INLINE_INFO for a 0x40-byte LOAD (the model drops the bad)
+_MODEL = {
+    "range_empty": [_G0, (0x08, 0, _G0[2]), _G1],
+    "range_overlap": [_G0, (0x04, 8, _G0[2]), _G1],
+    "range_order": [_G1, _G0],
+    "range_outside": [_G0, (0x30, 0x11, _G0[2]), (0x38, 8, _G0[2])],
+    "ranges_mixed": [_G0, (0x08, 0, _G0[2]), _G1, (0x14, 8, _G1[2]), (0x04, 2, _G0[2]), _G2,
+                     (0x3C, 8, _G0[2]), (0xFFFFFFF0, 0x20, _G0[2])],
+}
+
+
+def _ext_cases(lay):
+    """[(name, builder, emit keywords)] of one layout."""
+    _, bo, mach, arch, base = lay
+    gen = i386_code if arch == "i386" else x86_64_code
+    res = []
+
+    def new():
+        return JitdumpBuilder(bo=bo, elf_mach=mach, arch=arch)
+
+    b = new()
+    _ext_valid(b, gen, base)
+    res.append(("valid", b, _ext_expect(b)))
+
+    a = base + 0xA000
+
+    def victim(b, write):
+        """write(b) puts the INLINE_INFO(s) for the LOAD at a; a good
+        INLINE_INFO + LOAD and an UNLOAD follow."""
+        write(b)
+        b.debug_info(a, [(a, 1, 0, FILE_A), (a + 8, 2, 0, SAME_FILE)])
+        b.load(b"JS:*victim", gen(0x20, 0x31), a, 0)
+        b.inline_info(a + 0x40, [b"JS:*after", b"inl", FILE_A],
+                      [(0x4, 0x8, [(1, 2, 7), (0, 2, 3)])])
+        b.debug_info(a + 0x40, [(a + 0x40, 3, 0, FILE_A), (a + 0x44, 7, 0, SAME_FILE),
+                                (a + 0x4C, 4, 0, SAME_FILE)])
+        b.load(b"JS:*after", gen(0x20, 0x32), a + 0x40, 1)
+        b.unload(a, 0x20, 0)
+        return b
+
+    for name, (kw, msg) in _DAMAGED.items():
+        b = victim(new(), lambda b: b.inline_info(a, drop=msg, **kw))
+        res.append((name, b, _ext_expect(b)))
+
+    # an empty one: nothing to drop
+    b = victim(new(), lambda b: b.inline_info(a, [], []))
+    res.append(("empty", b, _ext_expect(b)))
+
+    # for other code than the next LOAD's
+    b = victim(new(), lambda b: b.inline_info(a + 0x1000, _STRS, [_G]))
+    res.append(("addr_mismatch", b, _ext_expect(b)))
+
+    # two before one LOAD: the second wins (and a damaged one clears)
+    def two(first_bad, second_bad):
+        def write(b):
+            b.inline_info(a, [b"JS:*victim", b"first_inl", FILE_A, FILE_L],
+                          [(0, 8, [(7, 3, 5), (0, 2, 1)]) if first_bad else _G],
+                          drop="INLINE_INFO frame names a string that is not there: "
+                               "index 7; record dropped" if first_bad else None)
+            if second_bad:
+                b.inline_info(a, _STRS, [(0, 8, [(9, 3, 5), (0, 2, 1)])],
+                              drop="INLINE_INFO frame names a string that is not there: "
+                                   "index 9; record dropped")
+            else:
+                b.inline_info(a, [b"JS:*victim", b"second_inl", FILE_A, FILE_L],
+                              [(0x8, 8, [(1, 3, 9), (0, 2, 2)])])
+        return write
+    for name, fb, sb in (("twice", False, False), ("twice_first_damaged", True, False),
+                         ("twice_second_damaged", False, True)):
+        b = victim(new(), two(fb, sb))
+        res.append((name, b, _ext_expect(b)))
+
+    # ranges the model drops
+    for name, ranges in _MODEL.items():
+        b = new()
+        ha = base + 0xB000
+        b.inline_info(ha, _HOST, ranges)
+        b.debug_info(ha, [(ha + o, 1 + o, 0, FILE_A) for o in range(0, 0x40, 4)])
+        b.load(b"JS:*host", gen(0x40, 0x41), ha, 0)
+        b.load(b"JS:*plain", gen(0x20, 0x42), ha + 0x80, 1)
+        res.append((name, b, _ext_expect(b)))
+
+    # shorter than the fixed part: fatal
+    for kind, rid, fixed in (("inline", JIT_CODE_INLINE_INFO, INLINE_FIXED),
+                             ("unload", JIT_CODE_UNLOAD, UNLOAD_FIXED)):
+        for size in (PREFIX_SIZE, fixed - 1):
+            b = new()
+            b.inline_info(a, _STRS, [_G])
+            b.load(b"JS:*first", gen(0x20, 0x51), a, 0)
+            bad = b.raw(b.u32(rid) + b.u32(size) + b.u64(5555) + b"\x00" * (size - PREFIX_SIZE))
+            b.load(b"JS:*after", gen(0x20, 0x52), a + 0x40, 1)
+            b.records.pop()     # never read
+            b.funcs.pop()
+            msg = "%s record of %d bytes is smaller than its %d-byte fixed part" % (
+                "INLINE_INFO" if rid == JIT_CODE_INLINE_INFO else "UNLOAD", size, fixed)
+            res.append(("short_%s_%d" % (kind, size), b, _ext_expect(b, (bad.offset, msg))))
+    return res
 
 
 def damage_name(name, seed):

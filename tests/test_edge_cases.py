@@ -7,6 +7,9 @@ The binary is $PERFGRAFT or <repo>/build/perfgraft.  Images are checked with
 readelf, eu-readelf, llvm-dwarfdump-14, objdump and addr2line; a test that
 needs a missing tool is skipped and says which tool.
 
+The ext_* cases (perfgraft's INLINE_INFO and UNLOAD records) go through
+the checks here too; tests/test_extension_records.py checks them exactly.
+
 CLI contract under test:
   perfgraft dump [--json] FILE
   perfgraft elf FILE -o DIR [--per-function] [--list]
@@ -257,9 +260,11 @@ class EdgeCaseTest(unittest.TestCase):
         return p, work, outdir, rows
 
     # -- shared assertions ------------------------------------------------------
-    def check_diags(self, p, path, e, doc=None):
+    def check_diags(self, p, path, e, doc=None, model=False):
         """Exit status and the offsets named on stderr (or, for dump --json,
-        in the JSON "warnings" array when doc is given)."""
+        in the JSON "warnings" array when doc is given).  model: the run
+        went through the code model (elf), which adds the warnings of
+        e.model_warn_offsets."""
         warns, errs, other = diags(p.err, path)
         if doc is not None:
             warns = json_warnings(doc, path)
@@ -278,7 +283,7 @@ class EdgeCaseTest(unittest.TestCase):
             self.assertEqual(warns, [], "expected no warnings\n" + describe(p))
             self.assertFalse(re.search(r"(?i)warning|error", p.err),
                              "expected no diagnostics\n" + describe(p))
-        for allowed in e.warn_offsets or []:
+        for allowed in (e.warn_offsets or []) + ((e.model_warn_offsets or []) if model else []):
             got = [o for o, _, _ in warns]
             self.assertTrue(any(o in allowed for o in got),
                             "expected a warning naming offset %s, got warnings at %s\n%s"
@@ -444,7 +449,7 @@ class EdgeCaseTest(unittest.TestCase):
     def full_elf_check(self, name, per_function=False):
         path, e = self.case(name)
         p, work, outdir, rows = self.run_elf(path, per_function)
-        self.check_diags(p, path, e)
+        self.check_diags(p, path, e, model=True)
         if e.exit != 0:
             return None
         pairs = self.check_list(rows, e, p, per_function)
@@ -551,7 +556,7 @@ class EdgeCaseTest(unittest.TestCase):
                 self.assertEqual(len(loads), e.nloads, "LOADs in --json after cut at %d" % e.cut)
                 self.check_json_records(doc, path, e)
                 pe, work, outdir, rows = self.run_elf(path)
-                self.check_diags(pe, path, e)
+                self.check_diags(pe, path, e, model=True)
                 self.assertEqual(len(rows), e.nloads, "--list lines after cut at %d" % e.cut)
 
     def test_06_big_endian_equals_little(self):
