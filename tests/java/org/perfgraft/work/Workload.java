@@ -18,7 +18,8 @@ import java.util.stream.Collectors;
  *
  * Prints "pid N" first, then runs rounds of every phase until MILLIS have
  * passed (or, with ROUNDS, exactly that many rounds, for timing), and ends
- * with "rounds N" and "checksum X".  The tests find line numbers by the
+ * with "rounds N" and "checksum X"; with ROUNDS also "steady_ms T", the
+ * time of the rounds after the first third (the warm-up).  The tests find line numbers by the
  * "LINE:" markers below, never by fixed numbers: keep each marker on the
  * line it names.
  */
@@ -148,12 +149,20 @@ public final class Workload {
         long end = System.nanoTime() + millis * 1_000_000L;
         long checksum = 0;
         long done = 0;
+        long warm = rounds / 3;
+        long steady = 0;
         while (rounds >= 0 ? done < rounds : System.nanoTime() < end) {
+            if (done == warm) {
+                steady = System.nanoTime();
+            }
             checksum += round(data, (int) done);
             done++;
         }
         sink = (int) checksum;
         System.out.println("rounds " + done);
         System.out.println("checksum " + Long.toHexString(checksum));
+        if (rounds > 0) {
+            System.out.printf("steady_ms %.1f%n", (System.nanoTime() - steady) / 1e6);
+        }
     }
 }
