@@ -577,7 +577,10 @@ class Attach(unittest.TestCase):
             time.sleep(cls.ATTACH_AFTER)
             cls.t0 = time.clock_gettime(time.CLOCK_MONOTONIC)
             opts = ",".join(o for o in ("dir=" + tmp, EXTRA_OPTS) if o)
-            rc, jout, jerr = run([JCMD, str(cls.pid), "JVMTI.agent_load", AGENT, opts],
+            # jcmd parses a bare KEY=VALUE as its own option: the agent would
+            # get "dir" alone; quoted, the whole string is the agent's
+            rc, jout, jerr = run([JCMD, str(cls.pid), "JVMTI.agent_load", AGENT,
+                                  '"%s"' % opts],
                                  cwd=tmp, check=False, timeout=60)
             cls.t1 = time.clock_gettime(time.CLOCK_MONOTONIC)
             out, err = p.communicate(timeout=120)
@@ -589,8 +592,9 @@ class Attach(unittest.TestCase):
         if p.returncode != 0:
             raise AssertionError("perf record exit %d: %s" % (p.returncode, err[-2000:]))
         if rc != 0 or "return code: 0" not in jout:
-            raise AssertionError("jcmd JVMTI.agent_load failed (exit %d): %s %s"
-                                 % (rc, jout, jerr))
+            raise AssertionError("jcmd JVMTI.agent_load failed (exit %d): %s %s\n"
+                                 "the JVM's stderr: %s" % (rc, jout, jerr,
+                                                         err.decode("utf-8", "replace")[-2000:]))
         log("attached %.2f-%.2f s after the pid line (jcmd took %.2f s)" % (
             cls.ATTACH_AFTER, cls.ATTACH_AFTER + cls.t1 - cls.t0, cls.t1 - cls.t0))
         cls.jmap = JvmMap(cls.pid, tmp)
