@@ -91,8 +91,11 @@ static void fail_write(const struct pg_diag *d, int rc)
 {
 	if (atomic_exchange(&g_failed, 1))
 		return;
-	say("%s (%s); no more records are written, the JVM runs on",
-	    d->err[0] ? d->err : "write failed", strerror(-rc));
+	if (d->err[0])
+		say("%s; no more records are written, the JVM runs on", d->err);
+	else
+		say("writing the dump failed (%s); no more records are written, the JVM runs on",
+		    strerror(-rc));
 }
 
 /* ------------------------------------------------------------------ */
@@ -550,6 +553,7 @@ static void write_method(jvmtiEnv *jvmti, jmethodID method, jint code_size, cons
 	struct pg_jit_frame *frames = NULL;
 	size_t ninl = 0, nframes = 0;
 	struct minfo *self;
+	size_t self_idx;
 	char *name;
 	uint64_t idx;
 	struct pg_diag d = { 0 };
@@ -559,6 +563,9 @@ static void write_method(jvmtiEnv *jvmti, jmethodID method, jint code_size, cons
 		return;
 	if (!(self = lookup(&c, method)))
 		goto out;
+	/* a pointer into c.v: valid until the next lookup (realloc) */
+	name = self->name;
+	self_idx = (size_t)(self - c.v);
 
 	/* the descriptors inside the code, sorted, one per pc */
 	{
@@ -606,7 +613,8 @@ static void write_method(jvmtiEnv *jvmti, jmethodID method, jint code_size, cons
 		int known = 0;
 
 		for (size_t i = 0; i < nd; i++) {
-			struct minfo *mi = ds[i].si ? lookup(&c, ds[i].si->methods[0]) : self;
+			struct minfo *mi = ds[i].si ? lookup(&c, ds[i].si->methods[0])
+						    : &c.v[self_idx];
 			jint bci = ds[i].si ? ds[i].si->bcis[0] : ds[i].bci;
 			uint32_t line;
 			const char *file;
@@ -667,7 +675,6 @@ static void write_method(jvmtiEnv *jvmti, jmethodID method, jint code_size, cons
 		}
 	}
 
-	name = self->name;
 	{
 		struct pg_jit_func f = { .name = name, .addr = addr, .code_size = (uint64_t)code_size,
 					 .lines = rows, .nlines = nrows };
@@ -807,7 +814,8 @@ static int parse_options(const char *options)
 		char *v = strchr(item, '=');
 
 		if (!v) {
-			say("bad option \"%s\": expected key=value (keys: dir, names, stubs, inline, verbose)",
+			say("bad option \"%s\": expected key=value (keys: dir, names, stubs, inline, verbose; "
+			    "jcmd takes KEY=VALUE as its own argument: quote the options, '\"dir=D,stubs=off\"')",
 			    item);
 			rc = -1;
 			break;
