@@ -421,6 +421,8 @@ static struct minfo *lookup(struct cache *c, jmethodID m)
 {
 	struct minfo *mi;
 
+	if (!m)
+		return NULL;
 	if (c->n && c->v[c->last].m == m)
 		return &c->v[c->last];
 	for (size_t i = 0; i < c->n; i++)
@@ -660,7 +662,7 @@ static void write_method(jvmtiEnv *jvmti, jmethodID method, jint code_size, cons
 			for (jint j = 0; j < si->numstackframes; j++) {
 				struct minfo *mi = lookup(&c, si->methods[j]);
 
-				if (!mi || !si->methods[j]) {
+				if (!mi) {
 					ok = 0;
 					break;
 				}
