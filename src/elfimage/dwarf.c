@@ -365,21 +365,17 @@ int pg_dwarf_finish(struct pg_dwarf *dw, const char *cu_name,
 	abbrev_attr(a, DW_AT_low_pc, DW_FORM_addr);
 	abbrev_attr(a, DW_AT_high_pc, DW_FORM_data4);
 	abbrev_attr(a, 0, 0);
-	pg_buf_uleb(a, ABBREV_SUB);
-	pg_buf_uleb(a, DW_TAG_subprogram);
-	pg_buf_u8(a, DW_CHILDREN_no);
-	abbrev_attr(a, DW_AT_name, DW_FORM_string);
-	abbrev_attr(a, DW_AT_low_pc, DW_FORM_addr);
-	abbrev_attr(a, DW_AT_high_pc, DW_FORM_data4);
-	abbrev_attr(a, 0, 0);
-	if (dw->nrefs) {
-		pg_buf_uleb(a, ABBREV_SUB_KIDS);
+	/* a placed function, and (with inline chains) one with children */
+	for (int kids = 0; kids <= (dw->nrefs ? 1 : 0); kids++) {
+		pg_buf_uleb(a, kids ? ABBREV_SUB_KIDS : ABBREV_SUB);
 		pg_buf_uleb(a, DW_TAG_subprogram);
-		pg_buf_u8(a, DW_CHILDREN_yes);
+		pg_buf_u8(a, kids ? DW_CHILDREN_yes : DW_CHILDREN_no);
 		abbrev_attr(a, DW_AT_name, DW_FORM_string);
 		abbrev_attr(a, DW_AT_low_pc, DW_FORM_addr);
 		abbrev_attr(a, DW_AT_high_pc, DW_FORM_data4);
 		abbrev_attr(a, 0, 0);
+	}
+	if (dw->nrefs) {
 		pg_buf_uleb(a, ABBREV_ABSTRACT);
 		pg_buf_uleb(a, DW_TAG_subprogram);
 		pg_buf_u8(a, DW_CHILDREN_no);

@@ -752,13 +752,39 @@ int pg_jitwriter_load_ext(pg_jitwriter *w, const struct pg_jit_func *f,
 	return ret;
 }
 
+/* Writes a one-record buffer that names code_index (MOVE, UNLOAD): checks
+ * the index under the lock, stamps the time, appends.  Frees b. */
+static int write_indexed(pg_jitwriter *w, struct pg_buf *b, size_t ts_at, uint64_t code_index,
+			 const char *rec, const char *what, struct pg_diag *diag)
+{
+	struct iovec iov = { .iov_base = b->p, .iov_len = b->len };
+	int ret;
+
+	if (b->oom) {
+		pg_buf_free(b);
+		return pg_err(diag, -ENOMEM, "%s: %s: out of memory", w->path, rec);
+	}
+	pthread_mutex_lock(&w->lock);
+	ret = check_usable(w, diag);
+	if (ret == 0 && (code_index < 1 || code_index >= w->next_index))
+		ret = pg_err(diag, -EINVAL,
+			     "%s: %s of code_index %llu, which this writer did not hand out (1..%llu so far)",
+			     w->path, rec, (unsigned long long)code_index,
+			     (unsigned long long)(w->next_index - 1));
+	if (ret == 0) {
+		pg_buf_put64(b, ts_at, mono_ns());
+		ret = write_at_end(w, &iov, 1, what, diag);
+	}
+	pthread_mutex_unlock(&w->lock);
+	pg_buf_free(b);
+	return ret;
+}
+
 int pg_jitwriter_move(pg_jitwriter *w, uint64_t code_index, uint64_t old_addr,
 		      uint64_t new_addr, uint64_t code_size, struct pg_diag *diag)
 {
 	struct pg_buf b = { .big_endian = HOST_BE };
 	size_t ts_at;
-	struct iovec iov;
-	int ret;
 
 	if (!w)
 		return pg_err(diag, -EINVAL, "pg_jitwriter_move: no writer");
@@ -780,25 +806,7 @@ int pg_jitwriter_move(pg_jitwriter *w, uint64_t code_index, uint64_t old_addr,
 	pg_buf_u64(&b, code_size);
 	pg_buf_u64(&b, code_index);
 	rec_end(&b, 0, 0);
-	if (b.oom)
-		return pg_err(diag, -ENOMEM, "%s: MOVE: out of memory", w->path);
-	iov.iov_base = b.p;
-	iov.iov_len = b.len;
-
-	pthread_mutex_lock(&w->lock);
-	ret = check_usable(w, diag);
-	if (ret == 0 && (code_index < 1 || code_index >= w->next_index))
-		ret = pg_err(diag, -EINVAL,
-			     "%s: MOVE of code_index %llu, which this writer did not hand out (1..%llu so far)",
-			     w->path, (unsigned long long)code_index,
-			     (unsigned long long)(w->next_index - 1));
-	if (ret == 0) {
-		pg_buf_put64(&b, ts_at, mono_ns());
-		ret = write_at_end(w, &iov, 1, "a MOVE record", diag);
-	}
-	pthread_mutex_unlock(&w->lock);
-	pg_buf_free(&b);
-	return ret;
+	return write_indexed(w, &b, ts_at, code_index, "MOVE", "a MOVE record", diag);
 }
 
 int pg_jitwriter_unload(pg_jitwriter *w, uint64_t code_index, uint64_t addr,
@@ -806,8 +814,6 @@ int pg_jitwriter_unload(pg_jitwriter *w, uint64_t code_index, uint64_t addr,
 {
 	struct pg_buf b = { .big_endian = HOST_BE };
 	size_t ts_at;
-	struct iovec iov;
-	int ret;
 
 	if (!w)
 		return pg_err(diag, -EINVAL, "pg_jitwriter_unload: no writer");
@@ -820,25 +826,7 @@ int pg_jitwriter_unload(pg_jitwriter *w, uint64_t code_index, uint64_t addr,
 	pg_buf_u64(&b, code_size);
 	pg_buf_u64(&b, code_index);
 	rec_end(&b, 0, 0);
-	if (b.oom)
-		return pg_err(diag, -ENOMEM, "%s: UNLOAD: out of memory", w->path);
-	iov.iov_base = b.p;
-	iov.iov_len = b.len;
-
-	pthread_mutex_lock(&w->lock);
-	ret = check_usable(w, diag);
-	if (ret == 0 && (code_index < 1 || code_index >= w->next_index))
-		ret = pg_err(diag, -EINVAL,
-			     "%s: UNLOAD of code_index %llu, which this writer did not hand out (1..%llu so far)",
-			     w->path, (unsigned long long)code_index,
-			     (unsigned long long)(w->next_index - 1));
-	if (ret == 0) {
-		pg_buf_put64(&b, ts_at, mono_ns());
-		ret = write_at_end(w, &iov, 1, "an UNLOAD record", diag);
-	}
-	pthread_mutex_unlock(&w->lock);
-	pg_buf_free(&b);
-	return ret;
+	return write_indexed(w, &b, ts_at, code_index, "UNLOAD", "an UNLOAD record", diag);
 }
 
 int pg_jitwriter_close(pg_jitwriter *w, struct pg_diag *diag)
