@@ -19,8 +19,7 @@ libunwind; and what it makes of perfgraft's image layouts.
          module reported for one is not dwfl_addrmodule's for the other):
          the negative control;
        - `perf inject --jit` (perf's own jitted-PID-N.so beside the dump,
-         here not under /tmp/jitted-, so perf's base = start - pgoff and
-         the images, headers included, overlap their neighbours):
+         here not under /tmp/jitted-, so perf's base = start - pgoff):
          figures only.
      The figures are printed (info:) for the report.
 
@@ -35,9 +34,10 @@ chains that break do so where two functions lie less than their image's
 code offset (0x140) apart: the image's PT_LOAD starts at file offset 0,
 so libdwfl's module spans [start - 0x140, ...) and overlaps the previous
 function's (dwfl_report_elf: "address range overlaps an existing
-module").  perf inject --jit's images break the same way far more often
-(their code sits at 0x40 of a PT_LOAD from 0, and outside /tmp/jitted-
-perf uses base = start - pgoff).
+module").  perf inject --jit's images (beside the dump, not under
+/tmp/jitted-, so perf uses base = start - pgoff) break far more often,
+mostly with the same dwfl_report_elf overlap error; why their modules
+overlap has not been analysed yet.
 
 perf always runs with --buildid-dir in the temporary directory (-N when
 recording); everything lives in a tempfile directory removed afterwards
