@@ -48,7 +48,6 @@ recording); everything lives in a tempfile directory removed afterwards
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -158,7 +157,7 @@ class _Recording(unittest.TestCase):
 
     @classmethod
     def tool(cls, data):
-        _, out, err, _ = run([TOOL, "--perf-ip", data], cls.tmp)
+        _, out, _, _ = run([TOOL, "--perf-ip", data], cls.tmp)
         return parse_tool(out)
 
     @classmethod
