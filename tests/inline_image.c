@@ -134,6 +134,9 @@ int main(int argc, char **argv)
 	char deep_names[DEEP][16];
 	struct pg_code_inline deep_inl[2];
 	struct pg_code_inline *many = NULL;
+	struct pg_code_frame long_fr[2];
+	struct pg_code_inline long_inl[2];
+	char *longname = NULL;
 	pg_elfset *set;
 	int ret = 0;
 
@@ -205,6 +208,18 @@ int main(int argc, char **argv)
 			many[i].frames = i % 2 ? fa2 : fb2;
 		}
 		LOAD("many", 6, 100000, lines_p, N(lines_p), many, nmany);
+		/* an inlined function named by 1 MiB + 1 bytes: left out (a
+		 * chain of 64 such names would carry DWARF past 32-bit offsets) */
+		longname = malloc((1u << 20) + 2);
+		if (!longname)
+			return 1;
+		memset(longname, 'x', (1u << 20) + 1);
+		longname[(1u << 20) + 1] = 0;
+		long_fr[0] = (struct pg_code_frame){ longname, "l.js", 1 };
+		long_fr[1] = (struct pg_code_frame){ "longname", "l.js", 2 };
+		long_inl[0] = (struct pg_code_inline){ 0, 8, 2, long_fr };
+		long_inl[1] = (struct pg_code_inline){ 8, 8, 2, fh_ok };
+		LOAD("longname", 7, 64, lines_p, N(lines_p), long_inl, 2);
 	}
 
 	if (pg_elfset_new(&proc, "/some/where/jit-4711.dump", &opts, &diag, &set) < 0) {
@@ -232,6 +247,7 @@ int main(int argc, char **argv)
 	}
 	pg_elfset_free(set);
 	free(many);
+	free(longname);
 	free(code);
 	return ret;
 }

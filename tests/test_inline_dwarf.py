@@ -288,7 +288,16 @@ class InlineDwarf(unittest.TestCase):
     def test_hostile(self):
         loads, warns = self.sets["hostile"]
         # one warning per LOAD with something left out or cut
-        self.assertEqual(len(warns), 3, warns)
+        self.assertEqual(len(warns), 4, warns)
+        # a 1 MiB + 1 byte inlined function name is left out, the valid
+        # chain beside it kept
+        self.assertTrue(any("code index 7" in w and "1 of 2 inline chains left out "
+                            "(the first: a function name over 1 MiB)" in w
+                            for w in warns), warns)
+        img, pg, _ = loads["longname"]
+        got = addr2line(img, [pg + 0, pg + 8])
+        self.assertEqual(got[pg + 0], [("longname", "p.js", 5)])
+        self.assertEqual(got[pg + 8], [("helper", "p.js", 5), ("longname", "??", None)])
         self.assertTrue(any("code index 4" in w and "10 of 13 inline chains left out" in w
                             for w in warns), warns)
         self.assertTrue(any("code index 5" in w and "1 cut to their innermost 64" in w

@@ -437,6 +437,20 @@ static void test_code_model(bool be, bool v8)
 		}
 	}
 	CHECK(pg_code_next(src, &ev) == 0, "end");
+	{
+		/* a caller built against an older, shorter pg_code_stats asks
+		 * twice: its size stays its own, nothing past it is written */
+		struct { struct pg_code_stats old; uint64_t canary; } c;
+		size_t old_sz = offsetof(struct pg_code_stats, recovered_names);
+
+		memset(&c, 0xab, sizeof(c));
+		c.old.sz = old_sz;
+		pg_code_stats(src, &c.old);
+		pg_code_stats(src, &c.old);
+		CHECK(c.old.sz == old_sz && c.old.loads == 1 &&
+		      ((unsigned char *)&c.old)[old_sz] == 0xab && c.canary == 0xababababababababull,
+		      "older stats struct: sz %zu", c.old.sz);
+	}
 	pg_code_stats(src, &st);
 	CHECK(st.loads == 1 && st.line_tables == 1 && st.lines == 6 && st.dropped_lines == 3 &&
 	      st.recovered_names == (v8 ? 1u : 0u), "stats");

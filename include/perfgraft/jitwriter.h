@@ -269,8 +269,8 @@ int pg_jitwriter_load_ext(pg_jitwriter *w, const struct pg_jit_func *func,
  * (0: size not known), is gone: an UNLOAD record (perfgraft's extension;
  * perf skips it).  Addresses reused later are named by the LOAD that
  * reuses them, whether or not this is written.  Returns 0, -EINVAL for a
- * code_index this writer did not hand out, -ECHILD (after fork), or the
- * errno of a failed write. */
+ * code_index this writer did not hand out, -ENOMEM, -ECHILD (after fork),
+ * or the errno of a failed write. */
 int pg_jitwriter_unload(pg_jitwriter *w, uint64_t code_index, uint64_t addr,
 			uint64_t code_size, struct pg_diag *diag);
 

@@ -19,6 +19,10 @@
 /* bytes of DIEs one function's chains may add (DWARF32 offsets and ref4
  * stay far from overflowing); the chains after that are left out */
 #define INL_BYTES_LIMIT (256u << 20)
+/* an inlined function's name, as the builder's limit for placed ones:
+ * a chain adds at most 64 of them, twice each, so one function stays far
+ * below the 32-bit offsets whatever the input */
+#define INL_NAME_LIMIT (1u << 20)
 /* what damaged (dropped) file names are shown as */
 #define UNKNOWN_FILE "??"
 
@@ -170,9 +174,12 @@ static const char *chain_invalid(const struct pg_code_inline *c, uint64_t size,
 	*top = c->nframes - 1;
 	if (*top > PG_DWARF_MAX_INLINE_DEPTH)
 		*top = PG_DWARF_MAX_INLINE_DEPTH;
-	for (uint32_t k = 0; k < *top; k++)
+	for (uint32_t k = 0; k < *top; k++) {
 		if (!c->frames[k].func)
 			return "a frame without a function";
+		if (strnlen(c->frames[k].func, INL_NAME_LIMIT + 1) > INL_NAME_LIMIT)
+			return "a function name over 1 MiB";
+	}
 	return NULL;
 }
 

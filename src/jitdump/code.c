@@ -83,7 +83,9 @@ static int jd_rows(pg_code_source *src, struct jd_state *s, const struct pg_jd_l
 		return 0;
 	lines = pg_jd_recover_names(h, ld, &s->scratch, &s->scratch_cap, &script);
 	if (script) {
-		canon = pg_src_keep_string(src, strdup(script));
+		char *copy = strdup(script);
+
+		canon = copy ? pg_src_keep_string(src, copy) : NULL;
 		if (!canon) {
 			free(script);
 			return pg_err(src->diag, -ENOMEM, "%s: out of memory", src->path);

@@ -584,7 +584,8 @@ static uint32_t string_index(struct pg_strmap *m, const char *str)
 	return i < 0 ? NO_STRING : (uint32_t)i;
 }
 
-/* INLINE_INFO: the strings (each name once), then the ranges. */
+/* INLINE_INFO: the strings (each name once), then the ranges.  False
+ * when it does not fit a record, or (b->oom set) memory ran out. */
 static bool encode_inlines(struct pg_buf *b, const struct pg_jit_func *f,
 			   const struct pg_jit_func_ext *x, size_t *ts_at)
 {
@@ -599,6 +600,11 @@ static bool encode_inlines(struct pg_buf *b, const struct pg_jit_func *f,
 			ok = string_index(&m, fr->func) != NO_STRING &&
 			     (!fr->file || string_index(&m, fr->file) != NO_STRING);
 		}
+	if (!ok) {		/* the table could not grow */
+		pg_strmap_free(&m);
+		b->oom = true;
+		return false;
+	}
 	at = rec_begin(b, PG_JD_INLINE_INFO, ts_at);
 	pg_buf_u64(b, f->addr);
 	pg_buf_u32(b, (uint32_t)m.n);

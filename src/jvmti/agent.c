@@ -571,7 +571,10 @@ static void write_method(jvmtiEnv *jvmti, jmethodID method, jint code_size, cons
 
 	/* the descriptors inside the code, sorted, one per pc */
 	{
-		size_t cap = rec && rec->numpcs > 0 && rec->pcinfo ? (size_t)rec->numpcs
+		/* one source for both the count and the entries: a record with
+		 * no descriptors (numpcs 0) falls back to the map */
+		bool use_rec = rec && rec->numpcs > 0 && rec->pcinfo;
+		size_t cap = use_rec ? (size_t)rec->numpcs
 			   : map && map_length > 0 ? (size_t)map_length : 0;
 
 		if (cap && !(ds = calloc(cap, sizeof(*ds))))
@@ -579,7 +582,7 @@ static void write_method(jvmtiEnv *jvmti, jmethodID method, jint code_size, cons
 		for (size_t i = 0; i < cap; i++) {
 			uint64_t pc;
 
-			if (rec && rec->pcinfo) {
+			if (use_rec) {
 				if (!usable(&rec->pcinfo[i]))
 					continue;
 				pc = (uintptr_t)rec->pcinfo[i].pc;
@@ -749,7 +752,7 @@ static void JNICALL cb_unload(jvmtiEnv *jvmti, jmethodID method, const void *cod
 	pthread_rwlock_unlock(&g_lock);
 	if (rc == 0)
 		atomic_fetch_add(&n_unloads, 1);
-	else if (rc != -EINVAL)
+	else if (rc != -EINVAL && rc != -ENOMEM)	/* this record only, as for a LOAD */
 		fail_write(&d, rc);
 }
 

@@ -195,7 +195,17 @@ int main(void)
 							 (jlocation)rnd(12) };
 		if (it % 5 == 4)	/* C1 without an inline record: the map */
 			cb_load(env, self, (jint)size, base, 8, map, NULL);
-		else
+		else if (it % 7 == 6) {
+			/* an inline record with no descriptors but an array (HotSpot
+			 * makes such), beside a map: the map is used, the one-entry
+			 * array never read past */
+			PCStackInfo *one = calloc(1, sizeof(*one));
+			jvmtiCompiledMethodLoadInlineRecord none = {
+				{ JVMTI_CMLR_INLINE_INFO, JVMTI_CMLR_MAJOR_VERSION_1, 0, NULL }, 0, one };
+
+			cb_load(env, self, (jint)size, base, 8, map, &none);
+			free(one);
+		} else
 			cb_load(env, self, (jint)size, base, 0, NULL, it % 2 ? &dummy : (void *)&rec);
 		loads++;
 		if (it % 3 == 0)
