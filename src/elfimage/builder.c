@@ -114,7 +114,7 @@ int pg_elfset_new(const struct pg_code_process *hdr, const char *dump_name,
 	char pfx[64];
 
 	*out = NULL;
-	if (pg_sized_in(&o, sizeof(o), caller_opts, caller_opts ? caller_opts->sz : 0) < 0)
+	if (pg_sized_in(&o, sizeof(o), caller_opts) < 0)
 		return pg_err(diag, -EINVAL, "image options of %zu bytes: not a struct pg_elfset_opts of this library (set sz to its size, and nothing past it)",
 			      caller_opts ? caller_opts->sz : 0);
 	if (elf_version(EV_CURRENT) == EV_NONE)

@@ -324,7 +324,7 @@ int pg_gperf_convert(const struct pg_gperf_opts *opts, struct pg_diag *diag,
 
 	if (!opts)
 		ret = pg_err(diag, -EINVAL, "gperf conversion: no options");
-	else if (pg_sized_in(&o, sizeof(o), opts, opts->sz) < 0)
+	else if (pg_sized_in(&o, sizeof(o), opts) < 0)
 		ret = pg_err(diag, -EINVAL, "gperf conversion: options this library does not "
 			     "know (sz %zu)", opts->sz);
 	else
@@ -333,13 +333,10 @@ int pg_gperf_convert(const struct pg_gperf_opts *opts, struct pg_diag *diag,
 		struct pg_gperf_stats *p = st->sz >= offsetof(struct pg_gperf_convert_stats, profile) +
 						     sizeof(st->profile) ? st->profile : NULL;
 
-		if (p) {
-			profile.sz = p->sz;
-			pg_sized_out(p, p->sz, &profile, sizeof(profile));
-		}
-		v.sz = st->sz;
+		if (p)
+			pg_sized_out(p, &profile, sizeof(profile));
 		v.profile = p;
-		pg_sized_out(st, st->sz, &v, sizeof(v));
+		pg_sized_out(st, &v, sizeof(v));
 	}
 	return ret;
 }

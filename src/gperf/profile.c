@@ -549,10 +549,7 @@ const struct pg_gperf_header *pg_gperf_header(const pg_gperf *g)
 
 void pg_gperf_stats(const pg_gperf *g, struct pg_gperf_stats *st)
 {
-	struct pg_gperf_stats v = g->st;
-
-	v.sz = st->sz;
-	pg_sized_out(st, st->sz, &v, sizeof(v));
+	pg_sized_out(st, &g->st, sizeof(g->st));
 }
 
 size_t pg_gperf_stack_count(const pg_gperf *g)

@@ -767,7 +767,7 @@ int pg_inject(const struct pg_inject_opts *opts, struct pg_diag *diag,
 
 	if (!opts)
 		ret = pg_err(diag, -EINVAL, "inject: no options");
-	else if (pg_sized_in(&o, sizeof(o), opts, opts->sz) < 0)
+	else if (pg_sized_in(&o, sizeof(o), opts) < 0)
 		ret = pg_err(diag, -EINVAL, "inject: options this library does not know (sz %zu)",
 			     opts->sz);
 	else
@@ -777,9 +777,7 @@ int pg_inject(const struct pg_inject_opts *opts, struct pg_diag *diag,
 		free(v.image_dir);
 		v.image_dir = NULL;
 	}
-	if (st) {
-		v.sz = st->sz;
-		pg_sized_out(st, st->sz, &v, sizeof(v));
-	}
+	if (st)
+		pg_sized_out(st, &v, sizeof(v));
 	return ret;
 }

@@ -253,10 +253,7 @@ uint64_t pg_jitdump_size(const pg_jitdump *jd)
 
 void pg_jitdump_stats(const pg_jitdump *jd, struct pg_jitdump_stats *st)
 {
-	struct pg_jitdump_stats v = jd->st;
-
-	v.sz = st->sz;
-	pg_sized_out(st, st->sz, &v, sizeof(v));
+	pg_sized_out(st, &jd->st, sizeof(jd->st));
 }
 
 /* Could a debug entry start at p?  Used to find where a name really ends

@@ -118,10 +118,7 @@ int pg_code_next(pg_code_source *src, struct pg_code_event *ev)
 
 void pg_code_stats(const pg_code_source *src, struct pg_code_stats *st)
 {
-	struct pg_code_stats v = src->st;
-
-	v.sz = st->sz;	/* the caller's size stays its own */
-	pg_sized_out(st, st->sz, &v, sizeof(v));
+	pg_sized_out(st, &src->st, sizeof(src->st));
 }
 
 struct pg_code_line *pg_src_rows(pg_code_source *src, size_t n)

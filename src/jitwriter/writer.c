@@ -340,7 +340,7 @@ int pg_jitwriter_open_as(const struct pg_jitwriter_opts *user_opts, const char *
 	if (!out)
 		return pg_err(diag, -EINVAL, "pg_jitwriter_open: no place for the writer");
 	*out = NULL;
-	if (pg_sized_in(&o, sizeof(o), user_opts, user_opts ? user_opts->sz : 0) < 0)
+	if (pg_sized_in(&o, sizeof(o), user_opts) < 0)
 		return pg_err(diag, -EINVAL, "jitdump writer: options this library does not "
 			      "know (sz %zu)", user_opts->sz);
 	o.sz = sizeof(o);
@@ -656,7 +656,7 @@ int pg_jitwriter_load_ext(pg_jitwriter *w, const struct pg_jit_func *f,
 		return pg_err(diag, -EINVAL, "pg_jitwriter_load: no writer");
 	if ((ret = check_func(w, f, diag)) < 0)
 		return ret;
-	if (pg_sized_in(&ext, sizeof(ext), user_ext, user_ext ? user_ext->sz : 0) < 0)
+	if (pg_sized_in(&ext, sizeof(ext), user_ext) < 0)
 		return pg_err(diag, -EINVAL, "%s: function \"%s\": extensions this library does not know (sz %zu)",
 			      w->path, f->name, user_ext->sz);
 	if ((ret = check_inlines(w, f, &ext, diag)) < 0)

@@ -429,7 +429,7 @@ int pg_pdw_open(const char *path, const struct pg_pdw_opts *user_opts,
 	int ret;
 
 	*outp = NULL;
-	if (pg_sized_in(&o, sizeof(o), user_opts, user_opts ? user_opts->sz : 0) < 0)
+	if (pg_sized_in(&o, sizeof(o), user_opts) < 0)
 		return pg_err(diag, -EINVAL, "perf.data writer: options this library does "
 			      "not know (sz %zu)", user_opts->sz);
 	o.sz = sizeof(o);

@@ -53,11 +53,10 @@ int pg_perfmap_write(pg_symbolizer *s, uint32_t pid, uint64_t time, FILE *out,
 		w.pid = PG_SYM_ANY_PID;
 	ret = pg_symbolizer_live(s, w.pid, time, write_line, &w);
 	if (st) {
-		struct pg_perfmap_stats v = { .sz = st->sz, .lines = w.lines,
-					      .pieces_cut = w.pieces_cut,
+		struct pg_perfmap_stats v = { .lines = w.lines, .pieces_cut = w.pieces_cut,
 					      .short_names = w.short_names };
 
-		pg_sized_out(st, st->sz, &v, sizeof(v));
+		pg_sized_out(st, &v, sizeof(v));
 	}
 	return ret;
 }

@@ -29,7 +29,7 @@ int pg_script_rewriter_new(pg_symbolizer *s, const struct pg_script_opts *opts,
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return pg_err(pg_sym_diag(s), -ENOMEM, "out of memory");
-	if (pg_sized_in(&r->o, sizeof(r->o), opts, opts ? opts->sz : 0) < 0 ||
+	if (pg_sized_in(&r->o, sizeof(r->o), opts) < 0 ||
 	    r->o.symoff > PG_SCRIPT_SYMOFF_OFF) {
 		free(r);
 		return pg_err(pg_sym_diag(s), -EINVAL, "perf script rewriter: options this "
@@ -48,10 +48,9 @@ void pg_script_rewriter_free(pg_script_rewriter *r)
 
 void pg_script_rewriter_stats(const pg_script_rewriter *r, struct pg_script_stats *st)
 {
-	struct pg_script_stats v = { .sz = st->sz, .frames = r->frames, .named = r->named,
-				     .left = r->left };
+	struct pg_script_stats v = { .frames = r->frames, .named = r->named, .left = r->left };
 
-	pg_sized_out(st, st->sz, &v, sizeof(v));
+	pg_sized_out(st, &v, sizeof(v));
 }
 
 /* A resolved frame tells whether perf printed symbol offsets:

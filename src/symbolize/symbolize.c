@@ -914,8 +914,5 @@ int pg_symbolizer_live(pg_symbolizer *s, uint32_t pid, uint64_t time,
 
 void pg_symbolizer_stats(const pg_symbolizer *s, struct pg_symbolizer_stats *st)
 {
-	struct pg_symbolizer_stats v = s->st;
-
-	v.sz = st->sz;
-	pg_sized_out(st, st->sz, &v, sizeof(v));
+	pg_sized_out(st, &s->st, sizeof(s->st));
 }

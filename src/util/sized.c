@@ -6,11 +6,23 @@
 #include <string.h>
 #include "util/util.h"
 
-int pg_sized_in(void *dst, size_t dst_size, const void *src, size_t src_size)
+/* The leading size_t of a sized struct. */
+static size_t size_of(const void *p)
 {
+	size_t sz;
+
+	memcpy(&sz, p, sizeof(sz));
+	return sz;
+}
+
+int pg_sized_in(void *dst, size_t dst_size, const void *src)
+{
+	size_t src_size;
+
 	memset(dst, 0, dst_size);
 	if (!src)
 		return 0;
+	src_size = size_of(src);
 	if (src_size < sizeof(size_t))
 		return -EINVAL;
 	for (size_t i = dst_size; i < src_size; i++)
@@ -20,7 +32,14 @@ int pg_sized_in(void *dst, size_t dst_size, const void *src, size_t src_size)
 	return 0;
 }
 
-void pg_sized_out(void *dst, size_t dst_size, const void *src, size_t src_size)
+void pg_sized_out(void *dst, const void *src, size_t src_size)
 {
-	memcpy(dst, src, dst_size < src_size ? dst_size : src_size);
+	size_t n = size_of(dst);
+
+	if (n > src_size)
+		n = src_size;
+	/* everything but the size, which stays the caller's */
+	if (n > sizeof(size_t))
+		memcpy((char *)dst + sizeof(size_t), (const char *)src + sizeof(size_t),
+		       n - sizeof(size_t));
 }

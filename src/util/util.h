@@ -103,13 +103,14 @@ typedef struct Elf Elf;
 unsigned pg_elf_build_id(Elf *elf, uint8_t id[20]);
 unsigned pg_file_build_id(const char *path, uint8_t id[20]);
 
-/* Sized structs (a leading size_t, the libbpf OPTS idiom).  In: a
- * caller's struct of src_size bytes into ours (dst_size), zero-filled;
- * -EINVAL when src_size cannot hold the size field or the caller set
- * fields we do not know (non-zero bytes past dst_size).  NULL src: all
- * zero.  Out: ours into the caller's, as much as both have. */
-int pg_sized_in(void *dst, size_t dst_size, const void *src, size_t src_size);
-void pg_sized_out(void *dst, size_t dst_size, const void *src, size_t src_size);
+/* Sized structs (a leading size_t sz, the libbpf OPTS idiom); the size
+ * is read from the caller's struct.  In: the caller's src (its sz bytes)
+ * into ours (dst_size), zero-filled; -EINVAL when its sz cannot hold the
+ * size field or it sets fields we do not know (non-zero bytes past
+ * dst_size).  NULL src: all zero.  Out: ours (src_size) into the
+ * caller's dst, as much as both have, the caller's sz kept as it is. */
+int pg_sized_in(void *dst, size_t dst_size, const void *src);
+void pg_sized_out(void *dst, const void *src, size_t src_size);
 
 /* Maps a regular file read-only (*base NULL when it is empty). */
 int pg_map_file(const char *path, bool sequential, struct pg_diag *diag,

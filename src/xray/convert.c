@@ -1061,7 +1061,7 @@ int pg_xray_convert(const struct pg_xray_opts *opts, struct pg_diag *diag,
 
 	if (!opts)
 		ret = pg_err(diag, -EINVAL, "xray conversion: no options");
-	else if (pg_sized_in(&o, sizeof(o), opts, opts->sz) < 0)
+	else if (pg_sized_in(&o, sizeof(o), opts) < 0)
 		ret = pg_err(diag, -EINVAL, "xray conversion: options this library does not "
 			     "know (sz %zu)", opts->sz);
 	else
@@ -1070,13 +1070,10 @@ int pg_xray_convert(const struct pg_xray_opts *opts, struct pg_diag *diag,
 		struct pg_xray_stats *t = st->sz >= offsetof(struct pg_xray_convert_stats, trace) +
 						    sizeof(st->trace) ? st->trace : NULL;
 
-		if (t) {
-			trace.sz = t->sz;
-			pg_sized_out(t, t->sz, &trace, sizeof(trace));
-		}
-		v.sz = st->sz;
+		if (t)
+			pg_sized_out(t, &trace, sizeof(trace));
 		v.trace = t;
-		pg_sized_out(st, st->sz, &v, sizeof(v));
+		pg_sized_out(st, &v, sizeof(v));
 	}
 	return ret;
 }

@@ -1083,10 +1083,7 @@ const struct pg_xr_header *pg_xray_header(const pg_xray *t)
 
 void pg_xray_stats(const pg_xray *t, struct pg_xray_stats *st)
 {
-	struct pg_xray_stats v = t->st;
-
-	v.sz = st->sz;
-	pg_sized_out(st, st->sz, &v, sizeof(v));
+	pg_sized_out(st, &t->st, sizeof(t->st));
 }
 
 size_t pg_xray_buffer_count(const pg_xray *t)
