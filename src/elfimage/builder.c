@@ -114,9 +114,8 @@ int pg_elfset_new(const struct pg_code_process *hdr, const char *dump_name,
 	char pfx[64];
 
 	*out = NULL;
-	if (pg_sized_in(&o, sizeof(o), caller_opts) < 0)
-		return pg_err(diag, -EINVAL, "image options of %zu bytes: not a struct pg_elfset_opts of this library (set sz to its size, and nothing past it)",
-			      caller_opts ? caller_opts->sz : 0);
+	if (pg_sized_opts(&o, sizeof(o), caller_opts, false, "ELF images", diag) < 0)
+		return -EINVAL;
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return pg_err(diag, -EINVAL, "libelf is out of date: %s", elf_errmsg(-1));
 	set = calloc(1, sizeof(*set));

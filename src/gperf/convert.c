@@ -322,12 +322,8 @@ int pg_gperf_convert(const struct pg_gperf_opts *opts, struct pg_diag *diag,
 	struct pg_gperf_stats profile = { .sz = sizeof(profile) };
 	int ret;
 
-	if (!opts)
-		ret = pg_err(diag, -EINVAL, "gperf conversion: no options");
-	else if (pg_sized_in(&o, sizeof(o), opts) < 0)
-		ret = pg_err(diag, -EINVAL, "gperf conversion: options this library does not "
-			     "know (sz %zu)", opts->sz);
-	else
+	ret = pg_sized_opts(&o, sizeof(o), opts, true, "gperf conversion", diag);
+	if (ret == 0)
 		ret = convert(&o, diag, &v, &profile);
 	if (st) {
 		struct pg_gperf_stats *p = st->sz >= offsetof(struct pg_gperf_convert_stats, profile) +

@@ -765,12 +765,8 @@ int pg_inject(const struct pg_inject_opts *opts, struct pg_diag *diag,
 	struct pg_inject_stats v = { .sz = sizeof(v) };
 	int ret;
 
-	if (!opts)
-		ret = pg_err(diag, -EINVAL, "inject: no options");
-	else if (pg_sized_in(&o, sizeof(o), opts) < 0)
-		ret = pg_err(diag, -EINVAL, "inject: options this library does not know (sz %zu)",
-			     opts->sz);
-	else
+	ret = pg_sized_opts(&o, sizeof(o), opts, true, "inject", diag);
+	if (ret == 0)
 		ret = inject(&o, diag, &v);
 	/* image_dir becomes the caller's only when its struct has room for it */
 	if (!st || st->sz < offsetof(struct pg_inject_stats, image_dir) + sizeof(v.image_dir)) {

@@ -340,9 +340,8 @@ int pg_jitwriter_open_as(const struct pg_jitwriter_opts *user_opts, const char *
 	if (!out)
 		return pg_err(diag, -EINVAL, "pg_jitwriter_open: no place for the writer");
 	*out = NULL;
-	if (pg_sized_in(&o, sizeof(o), user_opts) < 0)
-		return pg_err(diag, -EINVAL, "jitdump writer: options this library does not "
-			      "know (sz %zu)", user_opts->sz);
+	if (pg_sized_opts(&o, sizeof(o), user_opts, false, "jitdump writer", diag) < 0)
+		return -EINVAL;
 	o.sz = sizeof(o);
 	if (opts->prefix && !name_ok(opts->prefix, PREFIX_MAX))
 		return pg_err(diag, -EINVAL,

@@ -429,9 +429,8 @@ int pg_pdw_open(const char *path, const struct pg_pdw_opts *user_opts,
 	int ret;
 
 	*outp = NULL;
-	if (pg_sized_in(&o, sizeof(o), user_opts) < 0)
-		return pg_err(diag, -EINVAL, "perf.data writer: options this library does "
-			      "not know (sz %zu)", user_opts->sz);
+	if (pg_sized_opts(&o, sizeof(o), user_opts, false, "perf.data writer", diag) < 0)
+		return -EINVAL;
 	o.sz = sizeof(o);
 	h.big_endian = opts->big_endian;
 	w = calloc(1, sizeof(*w));

@@ -29,11 +29,17 @@ int pg_script_rewriter_new(pg_symbolizer *s, const struct pg_script_opts *opts,
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return pg_err(pg_sym_diag(s), -ENOMEM, "out of memory");
-	if (pg_sized_in(&r->o, sizeof(r->o), opts) < 0 ||
-	    r->o.symoff > PG_SCRIPT_SYMOFF_OFF) {
+	if (pg_sized_opts(&r->o, sizeof(r->o), opts, false, "perf script rewriter",
+			  pg_sym_diag(s)) < 0) {
 		free(r);
-		return pg_err(pg_sym_diag(s), -EINVAL, "perf script rewriter: options this "
-			      "library does not know (sz %zu)", opts->sz);
+		return -EINVAL;
+	}
+	if (r->o.symoff > PG_SCRIPT_SYMOFF_OFF) {
+		int symoff = (int)r->o.symoff;
+
+		free(r);
+		return pg_err(pg_sym_diag(s), -EINVAL, "perf script rewriter: symoff %d is not a "
+			      "PG_SCRIPT_SYMOFF_* value", symoff);
 	}
 	r->o.sz = sizeof(r->o);
 	r->sym = s;

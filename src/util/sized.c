@@ -32,6 +32,19 @@ int pg_sized_in(void *dst, size_t dst_size, const void *src)
 	return 0;
 }
 
+int pg_sized_opts(void *dst, size_t dst_size, const void *src, bool required,
+		  const char *what, struct pg_diag *diag)
+{
+	if (!src && required) {
+		memset(dst, 0, dst_size);
+		return pg_err(diag, -EINVAL, "%s: no options", what);
+	}
+	if (pg_sized_in(dst, dst_size, src) < 0)
+		return pg_err(diag, -EINVAL, "%s: options this library does not know (sz %zu)",
+			      what, size_of(src));
+	return 0;
+}
+
 void pg_sized_out(void *dst, const void *src, size_t src_size)
 {
 	size_t n = size_of(dst);

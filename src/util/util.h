@@ -111,6 +111,11 @@ unsigned pg_file_build_id(const char *path, uint8_t id[20]);
  * caller's dst, as much as both have, the caller's sz kept as it is. */
 int pg_sized_in(void *dst, size_t dst_size, const void *src);
 void pg_sized_out(void *dst, const void *src, size_t src_size);
+/* pg_sized_in() for options, with the message: "WHAT: no options" when
+ * src is NULL and required, "WHAT: options this library does not know (sz
+ * N)" when refused.  0 or -EINVAL. */
+int pg_sized_opts(void *dst, size_t dst_size, const void *src, bool required,
+		  const char *what, struct pg_diag *diag);
 
 /* Maps a regular file read-only (*base NULL when it is empty). */
 int pg_map_file(const char *path, bool sequential, struct pg_diag *diag,

@@ -1059,12 +1059,8 @@ int pg_xray_convert(const struct pg_xray_opts *opts, struct pg_diag *diag,
 	struct pg_xray_stats trace = { .sz = sizeof(trace) };
 	int ret;
 
-	if (!opts)
-		ret = pg_err(diag, -EINVAL, "xray conversion: no options");
-	else if (pg_sized_in(&o, sizeof(o), opts) < 0)
-		ret = pg_err(diag, -EINVAL, "xray conversion: options this library does not "
-			     "know (sz %zu)", opts->sz);
-	else
+	ret = pg_sized_opts(&o, sizeof(o), opts, true, "xray conversion", diag);
+	if (ret == 0)
 		ret = convert(&o, diag, &v, &trace);
 	if (st) {
 		struct pg_xray_stats *t = st->sz >= offsetof(struct pg_xray_convert_stats, trace) +
