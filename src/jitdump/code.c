@@ -169,18 +169,17 @@ static int jd_inlines(pg_code_source *src, struct jd_state *s, const struct pg_j
 	return 0;
 }
 
-/* The reader's next record, with its counts of what the format holds
- * (line tables and rows as read, before any row is dropped). */
-static int next_record(pg_code_source *src, struct jd_state *s, struct pg_jd_record *rec)
+/* What the format itself counts (line tables and rows as read, before
+ * any row is dropped; the tail cut off), asked for when stats are. */
+static void jd_stats(const pg_code_source *src, struct pg_code_stats *st)
 {
-	struct pg_jitdump_stats st = { .sz = sizeof(st) };
-	int ret = pg_jitdump_next(s->jd, rec);
+	const struct jd_state *s = src->state;
+	struct pg_jitdump_stats js = { .sz = sizeof(js) };
 
-	pg_jitdump_stats(s->jd, &st);
-	src->st.line_tables = st.debug_infos - st.dropped_debug;
-	src->st.lines = st.lines;
-	src->st.truncated_bytes = st.truncated_bytes;
-	return ret;
+	pg_jitdump_stats(s->jd, &js);
+	st->line_tables = js.debug_infos - js.dropped_debug;
+	st->lines = js.lines;
+	st->truncated_bytes = js.truncated_bytes;
 }
 
 static int jd_next(pg_code_source *src, struct pg_code_event *ev)
@@ -189,7 +188,7 @@ static int jd_next(pg_code_source *src, struct pg_code_event *ev)
 	struct pg_jd_record rec;
 	int ret;
 
-	while ((ret = next_record(src, s, &rec)) > 0) {
+	while ((ret = pg_jitdump_next(s->jd, &rec)) > 0) {
 		ev->time = rec.timestamp;
 		ev->src_offset = rec.offset;
 		if (rec.type == PG_JD_LOAD) {
@@ -251,5 +250,6 @@ const struct pg_src_reader pg_src_reader_jitdump = {
 	.probe = jd_probe,
 	.open = jd_open,
 	.next = jd_next,
+	.stats = jd_stats,
 	.close = jd_close,
 };

@@ -118,7 +118,11 @@ int pg_code_next(pg_code_source *src, struct pg_code_event *ev)
 
 void pg_code_stats(const pg_code_source *src, struct pg_code_stats *st)
 {
-	pg_sized_out(st, &src->st, sizeof(src->st));
+	struct pg_code_stats v = src->st;
+
+	if (src->rd->stats)
+		src->rd->stats(src, &v);
+	pg_sized_out(st, &v, sizeof(v));
 }
 
 struct pg_code_line *pg_src_rows(pg_code_source *src, size_t n)

@@ -16,6 +16,8 @@ struct pg_src_reader {
 	int (*open)(pg_code_source *src, const void *buf, size_t len);
 	/* as pg_code_next() */
 	int (*next)(pg_code_source *src, struct pg_code_event *ev);
+	/* the counts only the format knows, into st (NULL: none) */
+	void (*stats)(const pg_code_source *src, struct pg_code_stats *st);
 	void (*close)(pg_code_source *src);
 };
 
