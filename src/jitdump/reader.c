@@ -451,7 +451,7 @@ static bool drop_inline(pg_jitdump *jd, uint64_t off, struct pg_jd_inline *in, c
 static bool parse_inline(pg_jitdump *jd, uint64_t off, const uint8_t *body, uint32_t blen,
 			 struct pg_jd_inline *in)
 {
-	const uint8_t *q = body + INLINE_FIXED, *end = body + blen;
+	const uint8_t *q = body + INLINE_FIXED, *end = body + blen, *r;
 	size_t nframes = 0;
 
 	in->code_addr = rd64(jd, body);
@@ -473,23 +473,20 @@ static bool parse_inline(pg_jitdump *jd, uint64_t off, const uint8_t *body, uint
 	}
 	if (in->nr_ranges > (size_t)(end - q) / (RANGE_FIXED + 2 * FRAME_SIZE))
 		return drop_inline(jd, off, in, "range count does not fit:", in->nr_ranges);
+	r = q;
 	/* sizes first, so that the arrays are allocated once */
-	{
-		const uint8_t *r = q;
+	for (uint32_t i = 0; i < in->nr_ranges; i++) {
+		uint32_t n;
 
-		for (uint32_t i = 0; i < in->nr_ranges; i++) {
-			uint32_t n;
-
-			if (end - r < RANGE_FIXED)
-				return drop_inline(jd, off, in, "range runs past the end of its record: range", i);
-			n = rd32(jd, r + 8);
-			if (n < 2 || n > PG_JD_MAX_FRAMES)
-				return drop_inline(jd, off, in, "range has a frame count out of 2..1024:", n);
-			if ((size_t)(end - r - RANGE_FIXED) / FRAME_SIZE < n)
-				return drop_inline(jd, off, in, "range runs past the end of its record: range", i);
-			r += RANGE_FIXED + (size_t)n * FRAME_SIZE;
-			nframes += n;
-		}
+		if (end - r < RANGE_FIXED)
+			return drop_inline(jd, off, in, "range runs past the end of its record: range", i);
+		n = rd32(jd, r + 8);
+		if (n < 2 || n > PG_JD_MAX_FRAMES)
+			return drop_inline(jd, off, in, "range has a frame count out of 2..1024:", n);
+		if ((size_t)(end - r - RANGE_FIXED) / FRAME_SIZE < n)
+			return drop_inline(jd, off, in, "range runs past the end of its record: range", i);
+		r += RANGE_FIXED + (size_t)n * FRAME_SIZE;
+		nframes += n;
 	}
 	if (!pg_grow((void **)&jd->ranges, &jd->ranges_cap, in->nr_ranges ? in->nr_ranges : 1,
 		     sizeof(*jd->ranges)) ||
