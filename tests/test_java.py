@@ -368,16 +368,30 @@ def cleanup_maps():
 
 # ---------------------------------------------------------------------------
 
-class Recorded(unittest.TestCase):
+class JavaRun(unittest.TestCase):
+    """A temporary directory (TAG) for one JVM run made by _setup(); the
+    directory and the JVM's /tmp/perf-PID.map files go at the end, also
+    when the setup fails."""
+    TAG = "run"
+
     @classmethod
     def setUpClass(cls):
-        cls.tmp = mkdtemp("rec")
+        cls.tmp = mkdtemp(cls.TAG)
         try:
             cls._setup()
         except BaseException:
             cleanup_maps()
             rmtree(cls.tmp)
             raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cleanup_maps()
+        rmtree(cls.tmp)
+
+
+class Recorded(JavaRun):
+    TAG = "rec"
 
     @classmethod
     def _setup(cls):
@@ -395,10 +409,6 @@ class Recorded(unittest.TestCase):
         cls.rows = classify(cls.oracle, cls.inj, cls.jmap, cls.imgdir)
         cls.total = len(cls.oracle)
 
-    @classmethod
-    def tearDownClass(cls):
-        cleanup_maps()
-        rmtree(cls.tmp)
 
     def test_resolved_share(self):
         kinds = collections.Counter(r[0] for r in self.rows)
@@ -547,19 +557,11 @@ class Recorded(unittest.TestCase):
         self.assertGreaterEqual(max(idp), max(od))
 
 
-class Attach(unittest.TestCase):
+class Attach(JavaRun):
     ATTACH_AFTER = 2.0
     RUN_MS = 6000
 
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = mkdtemp("attach")
-        try:
-            cls._setup()
-        except BaseException:
-            cleanup_maps()
-            rmtree(cls.tmp)
-            raise
+    TAG = "attach"
 
     @classmethod
     def _setup(cls):
@@ -605,10 +607,6 @@ class Attach(unittest.TestCase):
             cls.oracle = script(tmp, "perf.data", cls.pid)
         cls.rows = classify(cls.oracle, cls.inj, cls.jmap, cls.imgdir)
 
-    @classmethod
-    def tearDownClass(cls):
-        cleanup_maps()
-        rmtree(cls.tmp)
 
     def test_attach_resolves_code_compiled_before(self):
         def part(rows):
