@@ -115,12 +115,13 @@ def fileline(s):
     return (m.group(1), None if m.group(2) == "?" else int(m.group(2)))
 
 
-def addr2line(img, addrs):
-    """{addr: [(func, file, line)]} from one addr2line -a -f -i call."""
-    rc, out, err = run(["addr2line", "-a", "-f", "-i", "-e", img]
-                       + ["0x%x" % a for a in addrs])
+def _a2l(tool, img, addrs):
+    """{addr: [(func, file, line)]} from one `TOOL -a -f -i` call (binutils
+    addr2line or eu-addr2line: eu-addr2line names an inlined frame
+    "inner inlined at FILE:LINE in outer", the function first)."""
+    rc, out, err = run([tool, "-a", "-f", "-i", "-e", img] + ["0x%x" % a for a in addrs])
     if rc != 0:
-        raise AssertionError("addr2line %s: exit %d: %s" % (img, rc, err))
+        raise AssertionError("%s %s: exit %d: %s" % (tool, img, rc, err))
     res, cur = {}, None
     lines = out.splitlines()
     i = 0
@@ -130,10 +131,14 @@ def addr2line(img, addrs):
             res[cur] = []
             i += 1
             continue
-        f, (fn, ln) = lines[i], fileline(lines[i + 1])
-        res[cur].append((f, fn, ln))
+        f = lines[i].split(" inlined ")[0]
+        res[cur].append((f, ) + fileline(lines[i + 1]))
         i += 2
     return res
+
+
+def addr2line(img, addrs):
+    return _a2l("addr2line", img, addrs)
 
 
 def symbolizer(img, addrs):
@@ -149,24 +154,7 @@ def symbolizer(img, addrs):
 
 
 def eu_addr2line(img, addrs):
-    rc, out, err = run(["eu-addr2line", "-a", "-f", "-i", "-e", img]
-                       + ["0x%x" % a for a in addrs])
-    if rc != 0:
-        raise AssertionError("eu-addr2line %s: exit %d: %s" % (img, rc, err))
-    res, cur = {}, None
-    lines = out.splitlines()
-    i = 0
-    while i < len(lines):
-        if re.match(r"^0x[0-9a-f]+$", lines[i]):
-            cur = int(lines[i], 16)
-            res[cur] = []
-            i += 1
-            continue
-        # "inner inlined at lib.js:101 in outer_a": the function is first
-        f = lines[i].split(" inlined ")[0]
-        res[cur].append((f, ) + fileline(lines[i + 1]))
-        i += 2
-    return res
+    return _a2l("eu-addr2line", img, addrs)
 
 
 def eu_info(img):
