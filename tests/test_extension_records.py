@@ -31,6 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
+import dwarf_dies  # noqa: E402
 import jitdump_gen as gen  # noqa: E402
 
 PERFGRAFT = os.environ.get("PERFGRAFT", os.path.join(ROOT, "build", "perfgraft"))
@@ -92,22 +93,12 @@ def a2l_chains(img, addrs):
 def eu_dies(img):
     """([(tag, name of the DIE or of its abstract origin)], stderr, exit)."""
     p = run(["eu-readelf", "--debug-dump=info", img])
-    dies, cur = [], None
-    for ln in p.out.splitlines():
-        m = re.match(r"^\s*\[\s*([0-9a-f]+)\]\s+(\w+)", ln)
-        if m:
-            cur = {"off": int(m.group(1), 16), "tag": m.group(2)}
-            dies.append(cur)
-            continue
-        m = re.match(r"^\s+(\w+)\s+\((\w+)\)\s+(.*)$", ln)
-        if m and cur is not None:
-            cur[m.group(1)] = m.group(3)
+    dies = dwarf_dies.parse(p.out)
     names = {d["off"]: d.get("name", "").strip('"') for d in dies}
     out = []
     for d in dies:
         if d["tag"] == "inlined_subroutine":
-            ref = int(re.search(r"\[\s*([0-9a-f]+)\]", d["abstract_origin"]).group(1), 16)
-            out.append((d["tag"], names.get(ref), int(d["call_line"])))
+            out.append((d["tag"], names.get(dwarf_dies.origin(d)), int(d["call_line"])))
         elif d["tag"] == "subprogram":
             out.append((d["tag"], d.get("name", "").strip('"'), "inline" in d))
     return out, p

@@ -27,7 +27,11 @@ import re
 import shutil
 import subprocess
 import tempfile
+import sys
 import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dwarf_dies  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -162,23 +166,13 @@ def eu_info(img):
     rc, out, err = run(["eu-readelf", "--debug-dump=info", img])
     if rc != 0 or err.strip():
         raise AssertionError("eu-readelf %s: exit %d: %s" % (img, rc, err))
-    dies, cur = [], None
-    for ln in out.splitlines():
-        m = re.match(r"^\s*\[\s*([0-9a-f]+)\]\s+(\w+)", ln)
-        if m:
-            cur = {"off": int(m.group(1), 16), "tag": m.group(2)}
-            dies.append(cur)
-            continue
-        m = re.match(r"^\s+(\w+)\s+\((\w+)\)\s+(.*)$", ln)
-        if m and cur is not None:
-            cur[m.group(1)] = m.group(3)
+    dies = dwarf_dies.parse(out)
     abstract = {d["off"]: d["name"].strip('"') for d in dies
                 if d["tag"] == "subprogram" and "inline" in d}
     inl = []
     for d in dies:
         if d["tag"] == "inlined_subroutine":
-            ref = int(re.search(r"\[\s*([0-9a-f]+)\]", d["abstract_origin"]).group(1), 16)
-            inl.append((ref, int(d["call_line"])))
+            inl.append((dwarf_dies.origin(d), int(d["call_line"])))
     return abstract, inl
 
 
