@@ -49,6 +49,7 @@
 #include <jvmticmlr.h>
 
 #include <perfgraft/jitwriter.h>
+#include "util/util.h"
 
 #define PFX "perfgraft-jvmti: "
 #define MAX_FRAMES 1024
@@ -202,46 +203,22 @@ static int live_take(uint64_t addr, jmethodID m, uint64_t *index, uint64_t *size
 /* ------------------------------------------------------------------ */
 /* Names */
 
-struct str {
-	char *p;
-	size_t n, cap;
-	int oom;
-};
-
-static void s_add(struct str *s, const char *p, size_t n)
+/* Names are built in a pg_buf (util/buf.c, compiled into the agent). */
+static void s_cat(struct pg_buf *s, const char *p)
 {
-	if (s->oom)
-		return;
-	if (s->n + n + 1 > s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 64;
-		char *q;
-
-		while (cap < s->n + n + 1)
-			cap *= 2;
-		if (!(q = realloc(s->p, cap))) {
-			s->oom = 1;
-			return;
-		}
-		s->p = q;
-		s->cap = cap;
-	}
-	memcpy(s->p + s->n, p, n);
-	s->n += n;
-	s->p[s->n] = 0;
+	pg_buf_add(s, p, strlen(p));
 }
 
-static void s_cat(struct str *s, const char *p)
+/* The string built in s, NUL-terminated and the caller's (NULL when
+ * memory ran out). */
+static char *s_done(struct pg_buf *s)
 {
-	s_add(s, p, strlen(p));
-}
-
-static char *s_done(struct str *s)
-{
-	if (s->oom || !s->p) {
-		free(s->p);
+	pg_buf_u8(s, 0);
+	if (s->oom) {
+		pg_buf_free(s);
 		return NULL;
 	}
-	return s->p;
+	return (char *)s->p;
 }
 
 /* "com/example/Foo$Bar" (the inside of an L...; descriptor) as
@@ -249,15 +226,15 @@ static char *s_done(struct str *s)
  * hidden class's descriptor ends in ".0x..." where getName() has "/0x..."
  * ("java.lang.invoke.LambdaForm$MH/0x0000000800c03000"): '.' never occurs
  * in the internal form of other names, so '/' and '.' are swapped. */
-static void s_dotted(struct str *s, const char *p, size_t n)
+static void s_dotted(struct pg_buf *s, const char *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		s_add(s, p[i] == '/' ? "." : p[i] == '.' ? "/" : p + i, 1);
+		pg_buf_add(s, p[i] == '/' ? "." : p[i] == '.' ? "/" : p + i, 1);
 }
 
 /* One field type of a method descriptor at *pp, in Java form; 0 when the
  * descriptor is malformed. */
-static int s_type(struct str *s, const char **pp)
+static int s_type(struct pg_buf *s, const char **pp)
 {
 	const char *p = *pp;
 	unsigned dims = 0;
@@ -301,7 +278,7 @@ static int s_type(struct str *s, const char **pp)
  * "Lcom/example/Foo;bar(ILjava/lang/String;)V". */
 static char *method_name(const char *csig, const char *name, const char *msig)
 {
-	struct str s = { 0 };
+	struct pg_buf s = { 0 };
 	size_t cn = strlen(csig);
 
 	if (opt.names_jvm) {
@@ -318,7 +295,7 @@ static char *method_name(const char *csig, const char *name, const char *msig)
 	s_cat(&s, name);
 	if (msig[0] == '(') {
 		const char *p = msig + 1;
-		size_t mark = s.n;
+		size_t mark = s.len;
 
 		s_cat(&s, "(");
 		while (*p && *p != ')') {
@@ -332,7 +309,7 @@ static char *method_name(const char *csig, const char *name, const char *msig)
 			return s_done(&s);
 		}
 		if (!s.oom) {		/* malformed: the descriptor as it is */
-			s.n = mark;
+			s.len = mark;
 			s.p[mark] = 0;
 		}
 	}
@@ -385,13 +362,13 @@ static void minfo_fill(jvmtiEnv *jvmti, struct minfo *mi)
 		    (*jvmti)->GetSourceFileName(jvmti, cls, &src) == JVMTI_ERROR_NONE && src) {
 			/* the class's package path + the source file's name */
 			size_t cn = strlen(csig);
-			struct str s = { 0 };
+			struct pg_buf s = { 0 };
 
 			if (cn >= 2 && csig[0] == 'L') {
 				const char *slash = memrchr(csig, '/', cn);
 
 				if (slash) {
-					s_add(&s, csig + 1, (size_t)(slash - csig));
+					pg_buf_add(&s, csig + 1, (size_t)(slash - csig));
 				}
 			}
 			s_cat(&s, src);
