@@ -323,29 +323,24 @@ int pg_dwarf_add_func(struct pg_dwarf *dw, const char *name, uint64_t vaddr,
 		      const struct pg_code_inline *inl, size_t ninl,
 		      struct pg_dwarf_inl_stats *st)
 {
-	uint64_t prev_end = 0;
-	size_t valid = 0, refs0 = dw->nrefs;
+	size_t refs0 = dw->nrefs, at = dw->dies.len;
 	int ret;
 
 	memset(st, 0, sizeof(*st));
-	/* is there a chain to describe? (the subprogram says whether it has
-	 * children) */
-	for (size_t i = 0; i < ninl && !valid; i++) {
-		uint32_t top;
-
-		if (!chain_invalid(&inl[i], size, prev_end, &top))
-			valid++;
-	}
-	pg_buf_uleb(&dw->dies, valid ? ABBREV_SUB_KIDS : ABBREV_SUB);
+	/* a subprogram without children; made one with them below if any
+	 * chain gives an inlined subroutine (both codes are one byte) */
+	pg_buf_uleb(&dw->dies, ABBREV_SUB);
 	pg_buf_str(&dw->dies, name);
 	pg_buf_uaddr(&dw->dies, vaddr, dw->addr_size);
 	pg_buf_u32(&dw->dies, (uint32_t)size);
 	ret = add_lines(dw, vaddr, size, lines, nlines);
 	if (!ret && ninl)
 		ret = add_inlines(dw, vaddr, size, inl, ninl, st);
-	if (valid)
-		pg_buf_u8(&dw->dies, 0);	/* end of its children */
 	st->dies = dw->nrefs - refs0;
+	if (st->dies && !dw->dies.oom) {
+		dw->dies.p[at] = ABBREV_SUB_KIDS;
+		pg_buf_u8(&dw->dies, 0);	/* end of its children */
+	}
 	if (ret)
 		return ret;
 	return dw->dies.oom ? -ENOMEM : 0;
