@@ -654,8 +654,9 @@ class Flood(unittest.TestCase):
         _, end = self.check_flood(d, True, t1)
         self.assertEqual(d["records"][-1]["type"], "CLOSE")
         self.assertEqual(end, os.path.getsize(dump))
-        # the two threads really wrote at the same time: their groups
-        # alternate somewhere in the file
+        # the two threads wrote at the same time (testjit holds each one
+        # mid-way until the other has written): their groups interleave,
+        # each kept whole by the writer
         names = [flood_name(r["name"])[0] for r in d["records"] if r["id"] == LOAD]
         switches = sum(1 for a, b in zip(names, names[1:]) if a != b)
         self.assertGreater(switches, 1, "the threads' records never alternate")

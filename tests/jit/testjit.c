@@ -21,7 +21,9 @@
  *	Two threads announce functions in a loop ("flood-tT-SEQ", BYTES of
  *	code each (default 4096, 64..1 MiB), three line rows, every 8th with unwind tables, every 16th
  *	followed by a MOVE of it), N per thread (0: until killed).  Prints
- *	"pid N" and "dump PATH" first.
+ *	"pid N" and "dump PATH" first.  With N, each thread waits at its
+ *	N/2-th function until the other has written one, so the records of
+ *	the two interleave however the threads are scheduled.
  *   testjit selftest DIR
  *	Unit checks of the writer's API (argument errors, symlink refusal,
  *	the marker mapping, a failed write cut off again, fork, and a read
@@ -46,7 +48,9 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -504,6 +508,7 @@ static unsigned long flood_n;
 static uint8_t *flood_code;
 static size_t flood_size = 4096;
 static size_t flood_cfi_size, flood_after_sub, flood_after_add;
+static atomic_ulong flood_done[2];	/* LOADs each thread has written */
 
 static void *flood_thread(void *arg)
 {
@@ -516,6 +521,12 @@ static void *flood_thread(void *arg)
 		uint64_t addr = 0x100000000000ull + ((uint64_t)t << 36) + seq * 0x2000;
 		int ret;
 
+		/* neither thread may finish before the other has started:
+		 * on a busy machine one could otherwise run its whole loop
+		 * before the other is scheduled once */
+		if (flood_n && seq == flood_n / 2)
+			while (atomic_load(&flood_done[!t]) == 0)
+				sched_yield();
 		snprintf(f.name, sizeof(f.name), "flood-t%u-%lu", t, seq);
 		for (int i = 0; i < 3; i++) {
 			f.rows[i].addr = addr + 16 * i;
@@ -546,6 +557,7 @@ static void *flood_thread(void *arg)
 		ret = pg_jitwriter_load(the_writer, &jf, &f.index, &d);
 		if (ret < 0)
 			die("load", &d, ret);
+		atomic_fetch_add(&flood_done[t], 1);
 		if (seq % 16 == 15) {
 			ret = pg_jitwriter_move(the_writer, f.index, addr, addr + 0x1000,
 						jf.code_size, &d);
