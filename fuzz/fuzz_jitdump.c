@@ -222,6 +222,9 @@ static void build_images(const uint8_t *data, size_t size)
 	if (size && (data[size - 1] & 1))
 		opts.pack_limit = 64;
 	opts.per_function = size > 1 && (data[size - 2] & 3) == 3;
+	/* the memory layout, with and without carried code */
+	opts.memory_layout = size > 1 && (data[size - 2] & 3) == 1;
+	opts.carry_live = size > 1 && (data[size - 2] & 4);
 
 	if (pg_elfset_new(pg_code_process(src), "fuzz", &opts, &diag, &set) < 0) {
 		pg_code_close(src);
@@ -230,8 +233,11 @@ static void build_images(const uint8_t *data, size_t size)
 	while (pg_code_next(src, &ev) > 0) {
 		int rc;
 
-		if (ev.kind != PG_CODE_LOAD)
+		if (ev.kind != PG_CODE_LOAD) {
+			if (opts.memory_layout && pg_elfset_add(set, &ev, &place) < 0)
+				break;
 			continue;
+		}
 		/* the model's promise: rows inside the code, with a line, by offset */
 		for (size_t i = 0; i < ev.nlines; i++)
 			if (ev.lines[i].off >= ev.size || !ev.lines[i].line ||
@@ -253,7 +259,10 @@ static void build_images(const uint8_t *data, size_t size)
 		rc = pg_elfset_add(set, &ev, &place);
 		if (rc < 0)
 			break;
-		if (rc == 0) {
+		if (rc == 0 && place.image == PG_ELF_LATER) {
+			if (!opts.memory_layout)
+				abort();
+		} else if (rc == 0) {
 			const struct pg_elf_image *im;
 
 			if (place.image >= pg_elfset_count(set))
@@ -264,8 +273,16 @@ static void build_images(const uint8_t *data, size_t size)
 			sink += place.pgoff + place.map_len + im->nfuncs;
 		}
 	}
-	if (pg_elfset_finish(set) == 0)
+	if (pg_elfset_finish(set) == 0) {
+		const struct pg_elf_map *m = pg_elfset_maps(set, &n);
+
+		/* every map names an image, inside the address space */
+		for (size_t i = 0; i < n; i++)
+			if (m[i].image >= pg_elfset_count(set) || !m[i].len ||
+			    m[i].start + m[i].len < m[i].start)
+				abort();
 		(void)pg_elfset_commit(set);
+	}
 
 	n = pg_elfset_count(set);
 	for (size_t i = 0; i < n; i++) {

@@ -2,15 +2,30 @@
 /* ELF image builder: turns the LOADs of the code model (code.h) into ELF
  * images that perf, addr2line, gdb and the unwinders read.
  *
- * Layout (docs/ARCHITECTURE.md, "Image layout"):
- *  - functions without real CFI (no UNWINDING_INFO, or mapped_size 0) are
- *    packed, 16-byte aligned, into shared images <prefix>-packN.so; each
- *    packed image carries an empty .eh_frame_hdr so that perf's libunwind
- *    falls back to frame pointers for them;
- *  - a function with real CFI gets a small image of its own,
- *    <prefix>-<code_index>.so, laid out as in the process: code, then
- *    .eh_frame at align8(code_size), then .eh_frame_hdr, so the
- *    pc-relative tables stay valid and one image has one load bias;
+ * Layouts (docs/ARCHITECTURE.md, "Image layout"):
+ *  - memory (opts.memory_layout): every image is laid out like the
+ *    process's memory: a function sits at file offset (== vaddr) = its
+ *    address - the image's base, so every map of one image has the same
+ *    start - pgoff, which both of perf's DWARF unwinders need (libunwind
+ *    takes one load bias per file, libdw reports one module per file and
+ *    base).  One image per code region (addresses closer than
+ *    PG_ELF_REGION_GAP) and generation (a new image only where later
+ *    code reuses an address range: a new LOAD over earlier code, a MOVE);
+ *    holes between functions are holes of a sparse file.  Functions with
+ *    CFI share their image: its .eh_frame holds copies of their CIEs and
+ *    FDEs (pc_begin rebased) and one .eh_frame_hdr indexes them all; both
+ *    sit right after the region's code, where a map of their own
+ *    (PG_ELF_MAP_TABLES) lets libunwind read them.  Placement is decided
+ *    at pg_elfset_finish(); pg_elfset_maps() then lists every map;
+ *  - packed (the default without memory_layout): functions without real
+ *    CFI (no UNWINDING_INFO, or mapped_size 0) are packed, 16-byte
+ *    aligned, into shared images <prefix>-packN.so; each packed image
+ *    carries an empty .eh_frame_hdr so that perf's libunwind falls back
+ *    to frame pointers for them; a function with real CFI gets a small
+ *    image of its own, <prefix>-<code_index>.so, laid out as in the
+ *    process: code, then .eh_frame at align8(code_size), then
+ *    .eh_frame_hdr, so the pc-relative tables stay valid and one image
+ *    has one load bias;
  *  - per_function writes every function that way (perf inject's layout).
  * In every image code has vaddr == file offset, so a map of the image
  * with pgoff == placement offset resolves ip - start + pgoff to the
@@ -69,11 +84,26 @@ struct pg_elfset_opts {
 	bool build_id_names;
 	/* refuse a dir that is a symbolic link (the default OUTPUT.d) */
 	bool dir_nofollow;
+	/* the memory layout (above); per_function wins over it, and with
+	 * cfi_layout_perf_5_19 functions with CFI keep images of their own */
+	bool memory_layout;
+	/* memory layout: when a region starts a new generation, map the code
+	 * of earlier generations that is still live into it again, so that a
+	 * stack never holds frames of two images of one region (libdw would
+	 * see two overlapping modules).  Costs a copy of that code per
+	 * generation, at most as many bytes as all the code placed; only
+	 * DWARF call graphs (user stacks in the samples) need it. */
+	bool carry_live;
 };
+
+/* Code regions of the memory layout are split where no code lies within
+ * this many bytes; the region's unwind tables go into that gap. */
+#define PG_ELF_REGION_GAP (1ull << 20)
 
 /* Where a LOAD's code landed. */
 struct pg_elf_place {
-	uint32_t image;		/* index for pg_elfset_image() */
+	uint32_t image;		/* index for pg_elfset_image(); PG_ELF_LATER
+				 * in the memory layout (see pg_elfset_maps) */
 	uint64_t pgoff;		/* file offset == vaddr of the code */
 	uint64_t map_len;	/* length the process had mapped: code_size, or
 				 * align8(code_size) + mapped_size with CFI */
@@ -92,6 +122,27 @@ struct pg_elf_image {
 	uint64_t dev, ino;	/* st_dev and st_ino of the file (kept by rename) */
 };
 
+#define PG_ELF_LATER UINT32_MAX
+
+/* A map of an image, as an MMAP2 record gives it to perf. */
+enum pg_elf_map_kind {
+	PG_ELF_MAP_LOAD,	/* a LOAD's code */
+	PG_ELF_MAP_MOVE,	/* code a MOVE put at a new address */
+	PG_ELF_MAP_CARRY,	/* live code mapped again into a new generation */
+	PG_ELF_MAP_TABLES,	/* the .eh_frame and .eh_frame_hdr of an image */
+};
+
+struct pg_elf_map {
+	enum pg_elf_map_kind kind;
+	uint64_t time;		/* the producer's clock (pg_code_event.time) */
+	uint32_t pid, tid;
+	uint64_t id;		/* the code index; 0 for TABLES */
+	uint64_t start, len, pgoff;
+	uint32_t image;		/* index for pg_elfset_image() */
+	uint64_t size;		/* bytes of code (len covers its tables too) */
+	const char *name;	/* the function's (the LOAD's string); NULL for TABLES */
+};
+
 typedef struct pg_elfset pg_elfset;
 
 /* Starts a set of images for one source.  proc (class, byte order,
@@ -105,7 +156,10 @@ typedef struct pg_elfset pg_elfset;
 int pg_elfset_new(const struct pg_code_process *proc, const char *dump_name,
 		  const struct pg_elfset_opts *opts, struct pg_diag *diag,
 		  pg_elfset **out);
-/* Places a LOAD and fills *out.  Images of their own are written at once;
+/* Places a LOAD and fills *out (in the memory layout only at
+ * pg_elfset_finish(): out->image is PG_ELF_LATER); records a MOVE (its
+ * code mapped at the new address) and an UNLOAD (the code is gone), which
+ * return 0, or 1 with a warning for a code index no LOAD had.  Images of their own are written at once;
  * packed images when full or at pg_elfset_finish().  The load's code, name
  * and file and function names must stay valid until then (its arrays are
  * consumed at once; the unwind tables are used only by an image of its
@@ -117,10 +171,17 @@ int pg_elfset_new(const struct pg_code_process *proc, const char *dump_name,
  * the file).  A failure leaves the images written before it pending. */
 int pg_elfset_add(pg_elfset *set, const struct pg_code_event *load,
 		  struct pg_elf_place *out);
-/* Writes the packed image still open, if any.  Returns 0 or a negative
- * errno as pg_elfset_add().  A later pg_elfset_add() starts a new packed
- * image. */
+/* Writes the packed image still open, if any, or in the memory layout
+ * every image.  Returns 0 or a negative errno as pg_elfset_add().  A later
+ * pg_elfset_add() starts a new packed image; in the memory layout it is
+ * -EINVAL. */
 int pg_elfset_finish(pg_elfset *set);
+/* Every map of the images written so far, in the order of the events
+ * that made them (a generation's CARRY and TABLES maps come before the
+ * LOAD that starts it, with its time): what an injector turns into MMAP2
+ * records.  Valid until the next call on the set other than
+ * pg_elfset_image(), pg_elfset_count() or pg_elfset_maps(). */
+const struct pg_elf_map *pg_elfset_maps(const pg_elfset *set, size_t *n);
 /* Renames every image written so far (and not reused) to its final name,
  * replacing a different file of that name.  Committed files stay listed
  * for removal on a signal until pg_elfset_keep() or pg_elfset_free().

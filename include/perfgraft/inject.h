@@ -43,6 +43,14 @@ struct pg_inject_opts {
 	 * read: its path, pid and how it was recognised */
 	void (*found)(void *ctx, const char *path, uint32_t pid, const char *how);
 	void *found_ctx;
+	/* the image layout (elfimage.h) unless per_function; with the memory
+	 * layout and samples with user stacks (DWARF call graphs), live code
+	 * is carried into new generations (pg_elfset_opts.carry_live) */
+	enum pg_inject_layout {
+		PG_INJECT_LAYOUT_DEFAULT = 0,	/* packed */
+		PG_INJECT_LAYOUT_PACKED,
+		PG_INJECT_LAYOUT_MEMORY,
+	} layout;
 };
 
 /* What pg_inject() did, written when it returns, failed or not: the
@@ -64,6 +72,8 @@ struct pg_inject_stats {
 	 * by pg_inject() (only when sz covers this field) and the caller's
 	 * from then on: free() it after every call, success or failure. */
 	char *image_dir;
+	/* memory layout: maps of live code into a later generation */
+	uint64_t carried;
 };
 
 /* Copies opts->input (a perf.data recorded with -k mono, file or pipe

@@ -36,6 +36,9 @@ void cli_signals_init(void);	/* SIGINT/TERM/HUP remove the run's temporaries */
 void cli_pipe_output(void);	/* EPIPE instead of SIGPIPE: for perf.data writers */
 bool cli_same_file(const char *output, const char *input);
 int cli_refuse_same(const char *output, const char *input);	/* -1 with a message */
+/* --layout memory|packed|per-function into eo; -1 (reported) otherwise */
+struct pg_elfset_opts;
+int cli_layout(const char *arg, struct pg_elfset_opts *eo);
 int cli_cfi_layout(const char *arg, bool *perf_5_19);	/* -1 with a message */
 bool progress_due(double *next);
 

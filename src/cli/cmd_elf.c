@@ -13,31 +13,60 @@
 
 static void do_help(FILE *f)
 {
-	fprintf(f, "usage: perfgraft elf [-o DIR] [--per-function] [--cfi-layout standard|perf-5.19]\n"
-		   "                     [--prefix NAME] [--pack-limit BYTES] [--list] [-q] [-v] JITDUMP\n\n"
+	fprintf(f, "usage: perfgraft elf [-o DIR] [--layout memory|packed|per-function]\n"
+		   "                     [--cfi-layout standard|perf-5.19] [--prefix NAME]\n"
+		   "                     [--pack-limit BYTES] [--list] [-q] [-v] JITDUMP\n\n"
 		   "Writes ELF images with the code, symbols, DWARF line tables and unwind\n"
-		   "tables of every function in JITDUMP.  Functions without CFI share packed\n"
-		   "images; a function with CFI gets an image of its own.\n\n"
+		   "tables of every function in JITDUMP.\n\n"
 		   "  -o, --output DIR    directory for the images, created when missing (default: .)\n"
-		   "  --per-function      one image per function, as perf inject --jit writes\n"
+		   "  --layout L          memory: one image per code region and generation, laid\n"
+		   "                      out like the process's memory; packed (default): shared\n"
+		   "                      images, one image per function with CFI; per-function:\n"
+		   "                      one image per function, as perf inject --jit writes\n"
+		   "  --per-function      --layout per-function\n"
 		   "  --prefix NAME       image file name prefix (default: jitted-PID)\n"
 		   "  --pack-limit BYTES  code bytes per packed image (default: 256 MiB)\n"
 		   "  --cfi-layout L      lay out images with CFI for the perf that reads them:\n"
 		   "                      standard (default), or perf-5.19 for perf 5.19..6.7\n"
 		   "                      built with libunwind and without the 2023 fix\n"
 		   "  -l, --list          print where each function landed (tab-separated:\n"
-		   "                      index, code_addr, size, image, pgoff, map_len, name)\n"
+		   "                      index, code_addr, size, image, pgoff, map_len, name;\n"
+		   "                      with --layout memory also the MOVE, CARRY and TABLES\n"
+		   "                      maps, the kind first)\n"
 		   "  -q, --quiet         no summary on stderr\n"
 		   "  -v                  print every warning (default: the first 20)\n"
 		   "  -h, --help          this text\n");
 }
 
+/* --list: one line per map, from the set's maps once they are known */
+static void list_maps(const pg_elfset *set, bool kinds)
+{
+	static const char *const kind[] = { "LOAD", "MOVE", "CARRY", "TABLES" };
+	size_t n;
+	const struct pg_elf_map *m = pg_elfset_maps(set, &n);
+
+	for (size_t i = 0; i < n; i++) {
+		if (!kinds && m[i].kind != PG_ELF_MAP_LOAD)
+			continue;
+		if (kinds)
+			printf("%s\t", kind[m[i].kind]);
+		printf("%llu\t0x%llx\t%llu\t%s\t0x%llx\t%llu\t", (unsigned long long)m[i].id,
+		       (unsigned long long)m[i].start, (unsigned long long)m[i].size,
+		       pg_elfset_image(set, m[i].image)->name, (unsigned long long)m[i].pgoff,
+		       (unsigned long long)m[i].len);
+		out_escaped(stdout, m[i].name ? m[i].name : "");
+		putchar('\n');
+	}
+}
+
 int cmd_elf(int argc, char **argv)
 {
-	enum { OPT_PER_FUNCTION = 256, OPT_PREFIX, OPT_PACK_LIMIT, OPT_CFI, OPT_UNWIND_519 };
+	enum { OPT_PER_FUNCTION = 256, OPT_PREFIX, OPT_PACK_LIMIT, OPT_CFI, OPT_UNWIND_519,
+	       OPT_LAYOUT };
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "per-function", no_argument, NULL, OPT_PER_FUNCTION },
+		{ "layout", required_argument, NULL, OPT_LAYOUT },
 		{ "prefix", required_argument, NULL, OPT_PREFIX },
 		{ "pack-limit", required_argument, NULL, OPT_PACK_LIMIT },
 		{ "cfi-layout", required_argument, NULL, OPT_CFI },
@@ -66,6 +95,10 @@ int cmd_elf(int argc, char **argv)
 		switch (c) {
 		case 'o': eo.dir = optarg; break;
 		case OPT_PER_FUNCTION: eo.per_function = true; break;
+		case OPT_LAYOUT:
+			if (cli_layout(optarg, &eo) < 0)
+				return EXIT_USAGE;
+			break;
 		case OPT_PREFIX: eo.prefix = optarg; break;
 		case OPT_UNWIND_519: eo.cfi_layout_perf_5_19 = true; break;
 		case OPT_CFI:
@@ -117,31 +150,28 @@ int cmd_elf(int argc, char **argv)
 	}
 	while ((ret = pg_code_next(src, &ev)) > 0) {
 		struct pg_elf_place pl;
+		bool load = ev.kind == PG_CODE_LOAD;
 
-		if (ev.kind != PG_CODE_LOAD)
+		/* a MOVE's code is mapped again only in the memory layout */
+		if (!load && !eo.memory_layout)
 			continue;
 		ret = pg_elfset_add(set, &ev, &pl);
 		if (ret < 0)
 			break;
 		if (ret == 1) {
-			skipped++;
+			skipped += load;
+			ret = 0;
 			continue;
 		}
-		placed++;
-		if (list) {
-			printf("%llu\t0x%llx\t%llu\t%s\t0x%llx\t%llu\t",
-			       (unsigned long long)ev.id, (unsigned long long)ev.addr,
-			       (unsigned long long)ev.size, pg_elfset_image(set, pl.image)->name,
-			       (unsigned long long)pl.pgoff, (unsigned long long)pl.map_len);
-			out_escaped(stdout, ev.name);
-			putchar('\n');
-		}
+		placed += load;
 		if (progress_due(&next_progress))
 			fprintf(stderr, "\rperfgraft: elf: %3d%% of %s",
 				(int)(100.0 * ev.src_offset / (double)pg_code_size(src)), argv[optind]);
 	}
 	if (ret == 0)
 		ret = pg_elfset_finish(set);
+	if (ret == 0 && list)
+		list_maps(set, eo.memory_layout);
 	/* the images take their names only when every one is written: a
 	 * failed run leaves DIR as it was.  A commit may replace earlier
 	 * images of the same names: no signal may stop it half-way (the

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <perfgraft/elfimage.h>
 #include <perfgraft/inject.h>
 #include "cli/cli.h"
 
@@ -21,7 +22,11 @@ static void do_help(FILE *f)
 		   "                        recorded; may be repeated\n"
 		   "  --jitdump-dir DIR     look here for dumps that are no longer where they were\n"
 		   "  --image-dir DIR       where the images go (default: OUTPUT.d)\n"
-		   "  --per-function        one image per function, as perf inject --jit writes\n"
+		   "  --layout L            memory: one image per code region and generation, laid\n"
+		   "                        out like the process's memory; packed (default): shared\n"
+		   "                        images, one image per function with CFI; per-function:\n"
+		   "                        one image per function, as perf inject --jit writes\n"
+		   "  --per-function        --layout per-function\n"
 		   "  --cfi-layout L        lay out images with CFI for the perf that reads them:\n"
 		   "                        standard (default), or perf-5.19 for perf 5.19..6.7\n"
 		   "                        built with libunwind and without the 2023 fix\n"
@@ -46,7 +51,8 @@ static void found(void *ctx, const char *path, uint32_t pid, const char *how)
 
 int cmd_inject(int argc, char **argv)
 {
-	enum { OPT_JITDUMP = 256, OPT_JITDUMP_DIR, OPT_IMAGE_DIR, OPT_PER_FUNCTION, OPT_CFI };
+	enum { OPT_JITDUMP = 256, OPT_JITDUMP_DIR, OPT_IMAGE_DIR, OPT_PER_FUNCTION, OPT_CFI,
+	       OPT_LAYOUT };
 	static const struct option opts[] = {
 		{ "input", required_argument, NULL, 'i' },
 		{ "output", required_argument, NULL, 'o' },
@@ -54,6 +60,7 @@ int cmd_inject(int argc, char **argv)
 		{ "jitdump-dir", required_argument, NULL, OPT_JITDUMP_DIR },
 		{ "image-dir", required_argument, NULL, OPT_IMAGE_DIR },
 		{ "per-function", no_argument, NULL, OPT_PER_FUNCTION },
+		{ "layout", required_argument, NULL, OPT_LAYOUT },
 		{ "cfi-layout", required_argument, NULL, OPT_CFI },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -81,6 +88,17 @@ int cmd_inject(int argc, char **argv)
 		case OPT_JITDUMP_DIR: io.jitdump_dir = optarg; break;
 		case OPT_IMAGE_DIR: io.image_dir = optarg; break;
 		case OPT_PER_FUNCTION: io.per_function = true; break;
+		case OPT_LAYOUT: {
+			struct pg_elfset_opts eo = { 0 };
+
+			if (cli_layout(optarg, &eo) < 0) {
+				free(dumps);
+				return EXIT_USAGE;
+			}
+			io.per_function = eo.per_function;
+			io.layout = eo.memory_layout ? PG_INJECT_LAYOUT_MEMORY : PG_INJECT_LAYOUT_PACKED;
+			break;
+		}
 		case OPT_CFI: {
 			bool compat;
 

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <perfgraft/elfimage.h>
 #include "cli/cli.h"
 #include "util/util.h"
 
@@ -64,6 +65,16 @@ int cli_refuse_same(const char *output, const char *input)
 		return 0;
 	cli_error("the output '%s' is the input '%s': writing it would destroy the input; choose another -o",
 		  output, input);
+	return -1;
+}
+
+int cli_layout(const char *arg, struct pg_elfset_opts *eo)
+{
+	eo->memory_layout = !strcmp(arg, "memory");
+	eo->per_function = !strcmp(arg, "per-function");
+	if (eo->memory_layout || eo->per_function || !strcmp(arg, "packed"))
+		return 0;
+	cli_error("--layout: '%s' is not memory, packed or per-function", arg);
 	return -1;
 }
 

@@ -4,6 +4,7 @@
  * everything in the single PT_LOAD, which starts at offset 0. */
 #include <errno.h>
 #include <fcntl.h>
+#include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,13 +43,62 @@ struct func {
 	const char *name;
 	const uint8_t *code;
 	uint64_t size;
+	const struct pg_code_cfi *cfi;	/* memory layout: tables after the code */
 	uint64_t off;		/* == vaddr */
 	uint32_t strx;		/* name offset in .strtab */
 };
 
+/* code index -> a slot number (an index into maps or places): the
+ * latest LOAD of that index, for MOVE and UNLOAD in O(1) */
+struct idslot {
+	uint64_t id;
+	uint32_t at;
+	bool used;
+	bool place;		/* at is in places (memory layout), else in maps */
+};
+
+struct idmap {
+	struct idslot *slot;	/* open addressing, at most half full */
+	size_t nslots, n;
+};
+
+/* A LOAD kept until pg_elfset_finish() (memory layout); its arrays are
+ * copies, its strings and bytes the source's. */
+struct mrec {
+	const char *name;
+	const uint8_t *code;
+	uint64_t size, id, addr;
+	struct pg_code_line *lines;
+	size_t nlines;
+	struct pg_code_inline *inl;
+	size_t ninl;
+	struct pg_code_cfi cfi;
+	bool has_cfi;
+};
+
+/* Code the process had at [addr, addr + len) from time on (a LOAD or a
+ * MOVE's new place), in event order. */
+struct mplace {
+	uint64_t time, addr, len;
+	uint32_t pid, tid;
+	uint32_t rec;		/* its mrec */
+	uint64_t dead;		/* moved away or unloaded at this time */
+	uint32_t killed;	/* the first later place over it, or NONE */
+	uint32_t region, gen;
+	uint32_t image;
+	bool move;
+};
+
+#define NONE UINT32_MAX
+
 /* An image being assembled. */
 struct img {
 	size_t pub;		/* index in set->images */
+	bool memory;		/* memory layout: code written by write_code() */
+	uint64_t load_off;	/* memory layout: the PT_LOAD's start */
+	struct pg_buf meh, mhdr;	/* memory layout: the merged tables */
+	uint64_t meh_off;	/* their file offset */
+	size_t nfde;
 	uint64_t text_off, text_end;
 	struct func *funcs;
 	size_t nfuncs, cap;
@@ -78,6 +128,17 @@ struct pg_elfset {
 	bool build_id_names;
 	struct pend *pend;	/* by image index, as images */
 	size_t pend_cap;
+	bool memory;		/* opts.memory_layout (and not per_function) */
+	bool carry_live;
+	bool planned;		/* memory layout: finished, no more adds */
+	struct mrec *recs;	/* memory layout: the LOADs placed at finish */
+	size_t nrecs, recs_cap;
+	struct mplace *places;	/* memory layout: code at an address from a time on */
+	size_t nplaces, places_cap;
+	struct idmap ids;	/* code index -> latest map (own images) or place */
+	struct pg_elf_map *maps;
+	size_t nmaps, maps_cap;
+	uint32_t nregions;
 };
 
 /* What happened to an image's file, beside its public struct. */
@@ -126,6 +187,8 @@ int pg_elfset_new(const struct pg_code_process *hdr, const char *dump_name,
 	set->per_function = opts->per_function;
 	set->cfi_compat = opts->cfi_layout_perf_5_19;
 	set->build_id_names = opts->build_id_names;
+	set->memory = opts->memory_layout && !opts->per_function;
+	set->carry_live = opts->carry_live;
 	set->pack_limit = opts->pack_limit ? opts->pack_limit : DEFAULT_PACK_LIMIT;
 	if (set->pack_limit > (1ull << 31))
 		set->pack_limit = 1ull << 31;	/* offsets stay 32-bit clean */
@@ -165,6 +228,8 @@ static void img_free(struct img *im)
 {
 	if (!im)
 		return;
+	pg_buf_free(&im->meh);
+	pg_buf_free(&im->mhdr);
 	free(im->funcs);
 	pg_dwarf_free(&im->dw);
 	pg_buf_free(&im->strtab);
@@ -258,25 +323,32 @@ static void inline_warning(pg_elfset *set, const struct pg_code_event *ld,
 			(unsigned long long)ld->id, ld->ninlines, cut);
 }
 
-static int img_add(pg_elfset *set, struct img *im, const struct pg_code_event *ld)
+/* Adds a function at offset off (UINT64_MAX: after the last one, 16-byte
+ * aligned); quiet: no warning about its inline chains (a copy of a
+ * function already placed). */
+static int img_add(pg_elfset *set, struct img *im, const struct pg_code_event *ld,
+		   uint64_t off, bool quiet)
 {
 	struct pg_dwarf_inl_stats inl;
 	struct func *f;
-	uint64_t off = pg_align(im->text_end, FUNC_ALIGN);
 	uint64_t meta[3] = { ld->addr, ld->size, ld->id };
 	size_t nlen = strlen(ld->name);
 	int ret;
 
 	if (!pg_grow((void **)&im->funcs, &im->cap, im->nfuncs + 1, sizeof(*im->funcs)))
 		return pg_err(set->diag, -ENOMEM, "out of memory");
+	if (off == UINT64_MAX)
+		off = pg_align(im->text_end, FUNC_ALIGN);
 	f = &im->funcs[im->nfuncs++];
 	f->name = ld->name;
 	f->code = ld->code;
 	f->size = ld->size;
+	f->cfi = im->memory ? ld->cfi : NULL;
 	f->off = off;
 	f->strx = (uint32_t)im->strtab.len;
 	pg_buf_add(&im->strtab, ld->name, nlen + 1);
-	im->text_end = off + ld->size;
+	if (off + ld->size > im->text_end)
+		im->text_end = off + ld->size;
 	sha1_update(&im->sha, sizeof(meta), (const uint8_t *)meta);
 	sha1_update(&im->sha, nlen + 1, (const uint8_t *)ld->name);
 	sha1_update(&im->sha, ld->size, ld->code);
@@ -291,7 +363,7 @@ static int img_add(pg_elfset *set, struct img *im, const struct pg_code_event *l
 		sha1_update(&im->sha, 13, (const uint8_t *)"inline-dies-1");
 		im->has_inl = true;
 	}
-	if (inl.skipped || inl.capped)
+	if ((inl.skipped || inl.capped) && !quiet)
 		inline_warning(set, ld, &inl);
 	return 0;
 }
@@ -403,11 +475,22 @@ static int plan_layout(pg_elfset *set, struct img *im, struct layout *lo)
 	memset(lo, 0, sizeof(*lo));
 	lo->eh.big_endian = lo->ehh.big_endian = h->big_endian;
 	lo->symsz = h->is_64bit ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym);
-	/* the PT_LOAD starts at 0, or at the code for perf 5.19..6.7 */
-	lo->load_off = im->unw && set->cfi_compat ? im->text_off : 0;
+	/* the PT_LOAD starts at 0, or at the code for perf 5.19..6.7, or
+	 * (memory layout) at the lowest function's 64-byte line */
+	lo->load_off = im->memory ? im->load_off : im->unw && set->cfi_compat ? im->text_off : 0;
 	lo->note_off = headers_end(set) - NOTE_SIZE;
-	/* unwind tables right after the code, as the process had them */
-	if (im->unw) {
+	if (im->memory) {
+		/* the merged tables, after the region's code */
+		lo->eh_off = im->meh_off;
+		lo->eh_size = im->meh.len;
+		lo->hdr_off = lo->eh_off + pg_align(lo->eh_size, 4);
+		lo->hdr_size = im->mhdr.len;
+		lo->ehp = im->meh.p;
+		lo->hdrp = im->mhdr.p;
+		if (im->meh.oom || im->mhdr.oom)
+			return pg_err(set->diag, -ENOMEM, "out of memory");
+	} else if (im->unw) {
+		/* unwind tables right after the code, as the process had them */
 		lo->eh_off = im->text_off + pg_align(im->funcs[0].size, 8);
 		lo->eh_size = im->unw->eh_frame_size;
 		lo->hdr_off = lo->eh_off + lo->eh_size;
@@ -425,7 +508,8 @@ static int plan_layout(pg_elfset *set, struct img *im, struct layout *lo)
 	}
 	lo->load_end = lo->hdr_off + lo->hdr_size;
 
-	if (pg_dwarf_finish(&im->dw, set->dump_name, im->text_off, im->text_end) < 0)
+	if (pg_dwarf_finish(&im->dw, set->dump_name, im->text_off,
+			    im->memory ? lo->eh_off : im->text_end) < 0)
 		return pg_err(set->diag, -ENOMEM, "out of memory");
 	pg_buf_u8(&lo->shstr, 0);
 	for (int i = 1; i < SEC_COUNT; i++) {
@@ -564,11 +648,16 @@ static bool emit_sections(const struct img *im, const struct layout *lo,
 	if (!scn || !add_data(scn, note, 12, 0, ELF_T_NHDR) ||
 	    !add_data(scn, note + 12, NOTE_SIZE - 12, 12, ELF_T_BYTE))
 		return false;
+	/* memory layout: .text runs up to the tables and has no data here:
+	 * libelf would fill its holes with zeros, write_code() writes only
+	 * the code and leaves the holes sparse */
 	scn = add_scn(elf, SEC_TEXT, SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, im->text_off,
-		      im->text_off, im->text_end - im->text_off, TEXT_ALIGN, lo->shname);
+		      im->text_off, (im->memory ? lo->eh_off : im->text_end) - im->text_off,
+		      im->memory ? (im->text_off % FUNC_ALIGN ? 1 : FUNC_ALIGN) : TEXT_ALIGN,
+		      lo->shname);
 	if (!scn)
 		return false;
-	for (size_t i = 0; i < im->nfuncs; i++)
+	for (size_t i = 0; i < im->nfuncs && !im->memory; i++)
 		if (!add_data(scn, im->funcs[i].code, im->funcs[i].size,
 			      im->funcs[i].off - im->text_off, ELF_T_BYTE))
 			return false;
@@ -647,6 +736,37 @@ static int emit_elf(pg_elfset *set, struct img *im, const struct layout *lo, int
 	return ret;
 }
 
+/* Memory layout: the code, and each function's tables where the process
+ * had them after it, at their offsets; what lies between stays a hole. */
+static int write_code(pg_elfset *set, const struct img *im, int fd)
+{
+	for (size_t i = 0; i < im->nfuncs; i++) {
+		const struct func *f = &im->funcs[i];
+		const struct pg_code_cfi *u = f->cfi;
+
+		if (pg_pwrite_all(fd, f->code, f->size, f->off) < 0)
+			goto fail;
+		if (u) {
+			uint64_t at = f->off + pg_align(f->size, 8), n = u->eh_frame_size;
+
+			if (n > u->mapped_size)
+				n = u->mapped_size;
+			if (pg_pwrite_all(fd, u->eh_frame, n, at) < 0)
+				goto fail;
+			at += n;
+			n = u->mapped_size - n;
+			if (n > u->eh_frame_hdr_size)
+				n = u->eh_frame_hdr_size;
+			if (n && pg_pwrite_all(fd, u->eh_frame_hdr, n, at) < 0)
+				goto fail;
+		}
+	}
+	return 0;
+fail:
+	return pg_err(set->diag, -errno, "%s: cannot write ELF image: %s",
+		      set->images[im->pub].path, strerror(errno));
+}
+
 /* Writes the image into a finished temporary of its name, which
  * pg_elfset_commit() renames into place; removed again on any error. */
 static int write_file(pg_elfset *set, struct img *im, const struct layout *lo)
@@ -659,6 +779,8 @@ static int write_file(pg_elfset *set, struct img *im, const struct layout *lo)
 	if (ret)
 		return ret;
 	ret = emit_elf(set, im, lo, of.fd);
+	if (!ret && im->memory)
+		ret = write_code(set, im, of.fd);
 	if (ret) {
 		pg_outfile_abort(&of);
 		return ret;
@@ -693,7 +815,7 @@ static int write_image(pg_elfset *set, struct img *im)
 		ret = write_file(set, im, &lo);
 	if (!ret) {
 		pi->nfuncs = im->nfuncs;
-		pi->has_cfi = im->unw != NULL;
+		pi->has_cfi = im->unw != NULL || im->nfde;
 	}
 	layout_free(&lo);
 	return ret;
@@ -711,21 +833,761 @@ static int close_pack(pg_elfset *set)
 	return ret;
 }
 
+static struct pg_elf_map *new_map(pg_elfset *set)
+{
+	if (!pg_grow((void **)&set->maps, &set->maps_cap, set->nmaps + 1, sizeof(*set->maps))) {
+		pg_err(set->diag, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	return &set->maps[set->nmaps++];
+}
+
+/* ---- the memory layout: the merged unwind tables ---- */
+
+static uint64_t rd_u(const uint8_t *p, unsigned n, bool be)
+{
+	uint64_t v = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		v |= (uint64_t)p[be ? i : n - 1 - i] << (8 * (n - 1 - i));
+	return v;
+}
+
+static bool rd_uleb(const uint8_t *p, size_t end, size_t *at, uint64_t *v)
+{
+	*v = 0;
+	for (unsigned sh = 0; *at < end; sh += 7) {
+		uint8_t b = p[(*at)++];
+
+		if (sh < 64)
+			*v |= (uint64_t)(b & 0x7f) << sh;
+		if (!(b & 0x80))
+			return true;
+	}
+	return false;
+}
+
+struct fde_ent {
+	uint64_t pc, fde;	/* addresses */
+};
+
+struct tables {
+	struct pg_buf *eh;
+	uint64_t eh_addr;	/* where eh->p[0] will be */
+	struct fde_ent *ents;
+	size_t n, cap;
+	bool be;
+	unsigned ptrsize;
+};
+
+/* The size of a pointer encoding this can rebase, or 0. */
+static unsigned enc_size(uint8_t enc, unsigned ptrsize)
+{
+	if ((enc & 0x70) != 0x00 && (enc & 0x70) != 0x10)
+		return 0;	/* only absolute and pc-relative */
+	switch (enc & 0x0f) {
+	case 0x00: return ptrsize;
+	case 0x03: case 0x0b: return 4;
+	case 0x04: case 0x0c: return 8;
+	default: return 0;
+	}
+}
+
+/* Appends the CIEs and FDEs of one function's .eh_frame, which the
+ * process had at blob_addr, to t->eh: copied whole (the FDEs' CIE
+ * pointers stay right), each pc-relative pc_begin rebased to the new
+ * place, and every FDE entered into t->ents.  false, with nothing
+ * appended, for tables this cannot rebase (64-bit lengths, augmentations
+ * other than z, R, S and an omitted L, indirect or other pointer
+ * encodings) or whose
+ * FDEs describe code outside [lo, hi). */
+static bool merge_cfi(struct tables *t, const uint8_t *b, size_t n, uint64_t blob_addr,
+		      uint64_t lo, uint64_t hi, const char **why)
+{
+	struct { size_t off; uint8_t enc; } cies[8];
+	size_t ncies = 0, at = 0, n0 = t->n, len0 = t->eh->len;
+	uint64_t new_addr = t->eh_addr + t->eh->len;
+
+	*why = "no FDE";
+	while (at + 4 <= n) {
+		uint64_t len = rd_u(b + at, 4, t->be), id;
+		size_t rec = at, end;
+
+		if (len == 0)
+			break;		/* the terminator */
+		if (len == 0xffffffff || len < 4 || len > n - at - 4) {
+			*why = "a record length this does not read";
+			goto fail;
+		}
+		end = at + 4 + len;
+		id = rd_u(b + at + 4, 4, t->be);
+		if (id == 0) {		/* a CIE */
+			size_t p = at + 8, ap;
+			uint8_t ver, enc = 0;
+			const char *aug;
+			uint64_t v;
+
+			if (p >= end || ncies == 8)
+				goto bad_cie;
+			ver = b[p++];
+			aug = (const char *)b + p;
+			ap = p;
+			while (p < end && b[p])
+				p++;
+			if (p >= end || (ver != 1 && ver != 3))
+				goto bad_cie;
+			p++;
+			if (!rd_uleb(b, end, &p, &v) || !rd_uleb(b, end, &p, &v))
+				goto bad_cie;	/* code and data alignment */
+			if (ver == 1)
+				p++;
+			else if (!rd_uleb(b, end, &p, &v))
+				goto bad_cie;
+			if (aug[0] == 'z') {
+				if (!rd_uleb(b, end, &p, &v))
+					goto bad_cie;
+				for (size_t k = ap + 1; b[k]; k++) {
+					if (b[k] == 'R' && p < end)
+						enc = b[p++];
+					else if (b[k] == 'L' && p < end && b[p] == 0xff)
+						p++;	/* no LSDA (V8 writes "zLR") */
+					else if (b[k] != 'S')
+						goto bad_cie;
+				}
+			} else if (aug[0]) {
+				goto bad_cie;
+			}
+			if (!enc_size(enc, t->ptrsize))
+				goto bad_cie;
+			cies[ncies].off = rec;
+			cies[ncies++].enc = enc;
+		} else {		/* an FDE: its CIE lies id bytes before the id field */
+			uint8_t enc = 0;
+			unsigned sz;
+			size_t k;
+			uint64_t v, pc;
+
+			for (k = 0; k < ncies && cies[k].off + id != rec + 4; k++)
+				;
+			if (k == ncies) {
+				*why = "an FDE whose CIE is not before it";
+				goto fail;
+			}
+			enc = cies[k].enc;
+			sz = enc_size(enc, t->ptrsize);
+			if (at + 8 + sz > end) {
+				*why = "a short FDE";
+				goto fail;
+			}
+			v = rd_u(b + at + 8, sz, t->be);
+			if ((enc & 0x0f) == 0x0b || ((enc & 0x0f) == 0x00 && sz == 4 && (enc & 0x70)))
+				v = (uint64_t)(int64_t)(int32_t)v;
+			pc = v + ((enc & 0x70) == 0x10 ? blob_addr + at + 8 : 0);
+			if (sz == 4 && !(enc & 0x70))
+				pc &= 0xffffffffull;
+			if (pc < lo || pc >= hi) {
+				*why = "an FDE for code outside the function";
+				goto fail;
+			}
+			if (!pg_grow((void **)&t->ents, &t->cap, t->n + 1, sizeof(*t->ents))) {
+				*why = "out of memory";
+				goto fail;
+			}
+			t->ents[t->n++] = (struct fde_ent){ .pc = pc, .fde = new_addr + (rec - 0) };
+		}
+		at = end;
+	}
+	if (t->n == n0)
+		goto fail;
+	/* copy, then rebase the pc-relative pc_begins in the copy */
+	pg_buf_add(t->eh, b, at);
+	if (t->eh->oom) {
+		*why = "out of memory";
+		goto fail;
+	}
+	for (size_t i = n0; i < t->n; i++) {
+		size_t rec = (size_t)(t->ents[i].fde - new_addr);
+		uint64_t cie_id = rd_u(b + rec + 4, 4, t->be);
+		uint8_t enc = 0;
+		unsigned sz;
+
+		for (size_t k = 0; k < ncies; k++)
+			if (cies[k].off + cie_id == rec + 4)
+				enc = cies[k].enc;
+		sz = enc_size(enc, t->ptrsize);
+		if ((enc & 0x70) == 0x10) {
+			uint64_t field = new_addr + rec + 8;
+			int64_t nv = (int64_t)(t->ents[i].pc - field);
+
+			if (sz == 4 && (nv < INT32_MIN || nv > INT32_MAX)) {
+				*why = "tables too far from the code";
+				t->eh->len = len0;
+				goto fail;
+			}
+			if (sz == 4)
+				pg_buf_put32(t->eh, len0 + rec + 8, (uint32_t)nv);
+			else
+				pg_buf_put64(t->eh, len0 + rec + 8, (uint64_t)nv);
+		}
+	}
+	return true;
+bad_cie:
+	*why = "a CIE this cannot rebase";
+fail:
+	t->n = n0;
+	return false;
+}
+
+static int cmp_fde(const void *a, const void *b)
+{
+	const struct fde_ent *x = a, *y = b;
+
+	return x->pc < y->pc ? -1 : x->pc > y->pc;
+}
+
+/* ---- the memory layout: planning at finish ---- */
+
+/* tsearch order of places: overlapping places compare equal, so a tree of
+ * disjoint places finds one a new place overlaps */
+static int cmp_place(const void *a, const void *b)
+{
+	const struct mplace *x = a, *y = b;
+
+	if (x->addr + x->len <= y->addr)
+		return -1;
+	if (y->addr + y->len <= x->addr)
+		return 1;
+	return 0;
+}
+
+static void no_free(void *p)
+{
+	(void)p;
+}
+
+static int cmp_addr(const void *a, const void *b, void *arg)
+{
+	const struct mplace *pl = arg;
+	const struct mplace *x = &pl[*(const uint32_t *)a], *y = &pl[*(const uint32_t *)b];
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+struct region {
+	uint64_t lo, hi;	/* [lo, hi): every place of it */
+	uint64_t next_lo;	/* the next region's lo, or UINT64_MAX */
+	uint64_t slot;		/* where the next image's tables go */
+	uint32_t *order;	/* its places in event order */
+	size_t n;
+};
+
+/* One image of the memory layout: the places of one generation of a
+ * region, plus the live code carried into it. */
+static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t gen,
+		     const uint32_t *own, size_t nown, const uint32_t *carry, size_t ncarry)
+{
+	struct mplace *pl = set->places;
+	size_t nm = nown + ncarry;
+	uint32_t *mem = malloc(nm * sizeof(*mem));
+	uint64_t base, off0, lowest, tab_addr;
+	struct tables t = { 0 };
+	struct img *im = NULL;
+	struct pg_elf_map *m;
+	bool warned = false;
+	char name[160];
+	int ret;
+
+	if (!mem)
+		return pg_err(set->diag, -ENOMEM, "out of memory");
+	memcpy(mem, own, nown * sizeof(*mem));
+	memcpy(mem + nown, carry, ncarry * sizeof(*mem));
+	qsort_r(mem, nm, sizeof(*mem), cmp_addr, pl);
+	snprintf(name, sizeof(name), "%s-r%u-g%u.so", set->prefix, ri, gen);
+	ret = new_image(set, name, &im);
+	if (ret)
+		goto out;
+	im->memory = true;
+	lowest = pl[mem[0]].addr;
+	/* the lowest function right after the headers, on its own 64-byte
+	 * phase; the PT_LOAD (and libdw's module) starts at that line */
+	off0 = pg_align(headers_end(set), 64) + (lowest & 63);
+	base = lowest - off0;
+	im->text_off = im->text_end = off0;
+	im->load_off = off0 & ~(uint64_t)63;
+	for (size_t i = 0; i < nm; i++) {
+		const struct mplace *p = &pl[mem[i]];
+		const struct mrec *r = &set->recs[p->rec];
+		struct pg_code_event ev = {
+			.kind = PG_CODE_LOAD, .id = r->id, .addr = p->addr, .size = r->size,
+			.name = r->name, .code = r->code, .lines = r->lines, .nlines = r->nlines,
+			.inlines = r->inl, .ninlines = r->ninl,
+			.cfi = r->has_cfi ? &r->cfi : NULL,
+		};
+		/* a MOVE's copy or carried code: its warnings were given */
+		ret = img_add(set, im, &ev, p->addr - base, p->move || p->gen != gen);
+		if (ret)
+			goto out;
+	}
+	/* the tables: after the region's code and the tables of its
+	 * earlier generations */
+	tab_addr = rg->slot;
+	im->meh.big_endian = im->mhdr.big_endian = set->hdr.big_endian;
+	t.eh = &im->meh;
+	t.eh_addr = tab_addr;
+	t.be = set->hdr.big_endian;
+	t.ptrsize = set->hdr.is_64bit ? 8 : 4;
+	for (size_t i = 0; i < nm; i++) {
+		const struct mplace *p = &pl[mem[i]];
+		const struct mrec *r = &set->recs[p->rec];
+		const char *why;
+
+		if (!r->has_cfi)
+			continue;
+		if (!merge_cfi(&t, r->cfi.eh_frame, r->cfi.eh_frame_size,
+			       p->addr + pg_align(r->size, 8), p->addr, p->addr + r->size, &why) &&
+		    !warned && p->gen == gen && !p->move) {
+			pg_warn(set->diag, "%s: function at 0x%llx (code index %llu): its unwind tables have %s; unwound by frame pointers",
+				set->dump_name, (unsigned long long)p->addr,
+				(unsigned long long)r->id, why);
+			warned = true;
+		}
+	}
+	pg_buf_u32(&im->meh, 0);	/* the terminator */
+	{
+		uint64_t hdr_addr = tab_addr + pg_align(im->meh.len, 4);
+
+		qsort(t.ents, t.n, sizeof(*t.ents), cmp_fde);
+		pg_buf_u8(&im->mhdr, 1);
+		pg_buf_u8(&im->mhdr, 0x1b);	/* eh_frame_ptr: pcrel sdata4 */
+		pg_buf_u8(&im->mhdr, 0x03);	/* fde_count: udata4 */
+		pg_buf_u8(&im->mhdr, 0x3b);	/* table: datarel sdata4 */
+		pg_buf_u32(&im->mhdr, (uint32_t)(int32_t)(tab_addr - (hdr_addr + 4)));
+		pg_buf_u32(&im->mhdr, (uint32_t)t.n);
+		for (size_t i = 0; i < t.n; i++) {
+			pg_buf_u32(&im->mhdr, (uint32_t)(int32_t)(t.ents[i].pc - hdr_addr));
+			pg_buf_u32(&im->mhdr, (uint32_t)(int32_t)(t.ents[i].fde - hdr_addr));
+		}
+		im->nfde = t.n;
+		im->meh_off = tab_addr - base;
+		rg->slot = pg_align(hdr_addr + im->mhdr.len, 16);
+		if (rg->slot > rg->next_lo && t.n)
+			pg_warn(set->diag, "%s: the unwind tables of image %s reach the next code region",
+				set->dump_name, name);
+	}
+	ret = write_image(set, im);
+	if (ret)
+		goto out;
+	/* its maps: the carried code and the tables when the generation
+	 * starts, then each place of its own */
+	{
+		const struct mplace *first = &pl[own[0]];
+
+		for (size_t i = 0; i < ncarry; i++) {
+			const struct mplace *p = &pl[carry[i]];
+
+			if (!(m = new_map(set))) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			*m = (struct pg_elf_map){ .kind = PG_ELF_MAP_CARRY, .time = first->time,
+						  .pid = p->pid, .tid = p->tid,
+						  .id = set->recs[p->rec].id, .start = p->addr,
+						  .len = p->len, .pgoff = p->addr - base,
+						  .image = (uint32_t)im->pub,
+						  .size = set->recs[p->rec].size,
+						  .name = set->recs[p->rec].name };
+		}
+		if (t.n) {
+			if (!(m = new_map(set))) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			*m = (struct pg_elf_map){ .kind = PG_ELF_MAP_TABLES, .time = first->time,
+						  .pid = first->pid, .tid = first->tid,
+						  .start = tab_addr, .len = rg->slot - tab_addr,
+						  .pgoff = tab_addr - base, .image = (uint32_t)im->pub };
+		}
+		for (size_t i = 0; i < nown; i++) {
+			struct mplace *p = &pl[own[i]];
+
+			p->image = (uint32_t)im->pub;
+			if (!(m = new_map(set))) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			*m = (struct pg_elf_map){ .kind = p->move ? PG_ELF_MAP_MOVE : PG_ELF_MAP_LOAD,
+						  .time = p->time, .pid = p->pid, .tid = p->tid,
+						  .id = set->recs[p->rec].id, .start = p->addr,
+						  .len = p->len, .pgoff = p->addr - base,
+						  .image = (uint32_t)im->pub,
+						  .size = set->recs[p->rec].size,
+						  .name = set->recs[p->rec].name };
+		}
+	}
+out:
+	free(t.ents);
+	img_free(im);
+	free(mem);
+	return ret;
+}
+
+/* Regions, generations, what each generation carries, and the images. */
+static int mem_plan(pg_elfset *set)
+{
+	struct mplace *pl = set->places;
+	size_t n = set->nplaces, nreg = 0;
+	uint32_t *byaddr = NULL, *order = NULL, *carry = NULL, *live = NULL, *nlive = NULL;
+	struct region *rg = NULL;
+	uint64_t budget = 0, carried = 0;
+	bool budget_warned = false;
+	int ret = 0;
+
+	if (!n)
+		return 0;
+	byaddr = malloc(n * sizeof(*byaddr));
+	order = malloc(n * sizeof(*order));
+	rg = calloc(n, sizeof(*rg));
+	carry = malloc(n * sizeof(*carry));
+	live = malloc(n * sizeof(*live));
+	nlive = malloc(n * sizeof(*nlive));
+	if (!byaddr || !order || !rg || !carry || !live || !nlive) {
+		ret = pg_err(set->diag, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		byaddr[i] = (uint32_t)i;
+		budget += pl[i].len;
+	}
+	qsort_r(byaddr, n, sizeof(*byaddr), cmp_addr, pl);
+	/* regions: split where no code lies within PG_ELF_REGION_GAP */
+	for (size_t i = 0; i < n; i++) {
+		struct mplace *p = &pl[byaddr[i]];
+		uint64_t end = p->addr + p->len;
+
+		if (!nreg || p->addr >= rg[nreg - 1].hi + PG_ELF_REGION_GAP ||
+		    rg[nreg - 1].hi + PG_ELF_REGION_GAP < rg[nreg - 1].hi) {
+			if (nreg)
+				rg[nreg - 1].next_lo = p->addr;
+			rg[nreg++] = (struct region){ .lo = p->addr, .hi = end,
+						      .next_lo = UINT64_MAX };
+		}
+		if (end > rg[nreg - 1].hi)
+			rg[nreg - 1].hi = end;
+		p->region = (uint32_t)(nreg - 1);
+		rg[nreg - 1].n++;
+	}
+	/* each region's places in event order */
+	{
+		size_t at = 0;
+
+		for (size_t r = 0; r < nreg; r++) {
+			rg[r].order = order + at;
+			at += rg[r].n;
+			rg[r].n = 0;
+			rg[r].slot = pg_align(rg[r].hi, 16);
+		}
+		for (size_t i = 0; i < n; i++) {
+			struct region *g = &rg[pl[i].region];
+
+			g->order[g->n++] = (uint32_t)i;
+		}
+	}
+	for (size_t r = 0; r < nreg && !ret; r++) {
+		struct region *g = &rg[r];
+		void *gen_root = NULL, *live_root = NULL;
+		uint32_t gen = 0;
+		size_t nl = 0;
+
+		/* generations: a place over one of its generation starts the
+		 * next; and which later place first covers each place */
+		for (size_t i = 0; i < g->n; i++) {
+			struct mplace *p = &pl[g->order[i]];
+			void *f;
+
+			if (tfind(p, &gen_root, cmp_place)) {
+				tdestroy(gen_root, no_free);
+				gen_root = NULL;
+				gen++;
+			}
+			p->gen = gen;
+			while ((f = tfind(p, &live_root, cmp_place))) {
+				struct mplace *q = *(struct mplace **)f;
+
+				q->killed = g->order[i];
+				tdelete(q, &live_root, cmp_place);
+			}
+			if (!tsearch(p, &gen_root, cmp_place) || !tsearch(p, &live_root, cmp_place)) {
+				ret = pg_err(set->diag, -ENOMEM, "out of memory");
+				break;
+			}
+		}
+		tdestroy(gen_root, no_free);
+		tdestroy(live_root, no_free);
+		/* the images, one per generation; live: the places of earlier
+		 * generations still mapped and not gone, which a generation
+		 * carries unless its own code covers them */
+		for (size_t s = 0; s < g->n && !ret;) {
+			size_t e = s, nc = 0, nn = 0;
+			uint32_t k = pl[g->order[s]].gen;
+			uint64_t t0 = pl[g->order[s]].time;
+
+			while (e < g->n && pl[g->order[e]].gen == k)
+				e++;
+			for (size_t i = 0; i < nl; i++) {
+				struct mplace *q = &pl[live[i]];
+				bool covered = q->killed != NONE && pl[q->killed].gen == k;
+
+				if (q->dead <= t0)
+					continue;	/* gone for good */
+				if (!covered && set->carry_live && carried + q->len <= budget) {
+					carry[nc++] = live[i];
+					carried += q->len;
+				} else if (!covered && set->carry_live && !budget_warned) {
+					pg_warn(set->diag, "%s: live code not carried into later generations beyond %llu bytes (the code's own size); perf's libdw unwinder may stop at frames of older images",
+						set->dump_name, (unsigned long long)budget);
+					budget_warned = true;
+				}
+				if (!covered)
+					nlive[nn++] = live[i];
+			}
+			ret = mem_image(set, g, (uint32_t)r, k, g->order + s, e - s, carry, nc);
+			for (size_t i = s; i < e; i++) {
+				struct mplace *q = &pl[g->order[i]];
+
+				if (q->killed == NONE || pl[q->killed].gen != k)
+					nlive[nn++] = g->order[i];
+			}
+			{
+				uint32_t *tmp = live;
+
+				live = nlive;
+				nlive = tmp;
+				nl = nn;
+			}
+			s = e;
+		}
+	}
+	set->nregions = (uint32_t)nreg;
+out:
+	free(byaddr);
+	free(order);
+	free(rg);
+	free(carry);
+	free(live);
+	free(nlive);
+	return ret;
+}
+
+/* ---- code index -> its latest map or place ---- */
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return x;
+}
+
+static struct idslot *id_slot(struct idslot *slot, size_t nslots, uint64_t id)
+{
+	size_t k = mix64(id) & (nslots - 1);
+
+	while (slot[k].used && slot[k].id != id)
+		k = (k + 1) & (nslots - 1);
+	return &slot[k];
+}
+
+/* Sets id -> (at, place), the latest wins; false on OOM. */
+static bool id_put(struct idmap *m, uint64_t id, uint32_t at, bool place)
+{
+	struct idslot *sl;
+
+	if (2 * (m->n + 1) > m->nslots) {
+		size_t nn = m->nslots ? 2 * m->nslots : 1024;
+		struct idslot *ns = calloc(nn, sizeof(*ns));
+
+		if (!ns)
+			return false;
+		for (size_t i = 0; i < m->nslots; i++)
+			if (m->slot[i].used)
+				*id_slot(ns, nn, m->slot[i].id) = m->slot[i];
+		free(m->slot);
+		m->slot = ns;
+		m->nslots = nn;
+	}
+	sl = id_slot(m->slot, m->nslots, id);
+	m->n += !sl->used;
+	*sl = (struct idslot){ .id = id, .at = at, .used = true, .place = place };
+	return true;
+}
+
+static const struct idslot *id_get(const struct idmap *m, uint64_t id)
+{
+	const struct idslot *sl;
+
+	if (!m->nslots)
+		return NULL;
+	sl = id_slot(m->slot, m->nslots, id);
+	return sl->used ? sl : NULL;
+}
+
+/* ---- the memory layout: what add keeps ---- */
+
+/* Keeps a LOAD for pg_elfset_finish(): its arrays are copied (the
+ * source reuses them), its strings and code bytes stay the source's. */
+static int mem_keep(pg_elfset *set, const struct pg_code_event *ld)
+{
+	struct mrec *r;
+	struct mplace *p;
+	size_t nfr = 0;
+
+	if (set->nrecs >= NONE - 1 || set->nplaces >= NONE - 1)
+		return pg_err(set->diag, -ENOMEM, "%s: more than 4 billion functions", set->dump_name);
+	if (ld->addr + ld->size + (ld->cfi ? 8 + ld->cfi->mapped_size : 0) < ld->addr) {
+		pg_warn(set->diag, "%s: function at 0x%llx runs past the end of the address space; not placed",
+			set->dump_name, (unsigned long long)ld->addr);
+		return 1;
+	}
+	if (!pg_grow((void **)&set->recs, &set->recs_cap, set->nrecs + 1, sizeof(*set->recs)) ||
+	    !pg_grow((void **)&set->places, &set->places_cap, set->nplaces + 1, sizeof(*set->places)))
+		return pg_err(set->diag, -ENOMEM, "out of memory");
+	r = &set->recs[set->nrecs];
+	memset(r, 0, sizeof(*r));
+	r->name = ld->name;
+	r->code = ld->code;
+	r->size = ld->size;
+	r->id = ld->id;
+	r->addr = ld->addr;
+	if (ld->cfi) {
+		r->cfi = *ld->cfi;
+		r->has_cfi = true;
+	}
+	if (ld->nlines) {
+		r->lines = malloc(ld->nlines * sizeof(*r->lines));
+		if (!r->lines)
+			return pg_err(set->diag, -ENOMEM, "out of memory");
+		memcpy(r->lines, ld->lines, ld->nlines * sizeof(*r->lines));
+		r->nlines = ld->nlines;
+	}
+	for (size_t i = 0; i < ld->ninlines; i++)
+		nfr += ld->inlines[i].nframes;
+	if (ld->ninlines) {
+		/* the chains, then all their frames, in one block */
+		struct pg_code_frame *fr;
+
+		r->inl = malloc(ld->ninlines * sizeof(*r->inl) + nfr * sizeof(*fr));
+		if (!r->inl) {
+			free(r->lines);
+			return pg_err(set->diag, -ENOMEM, "out of memory");
+		}
+		fr = (struct pg_code_frame *)(r->inl + ld->ninlines);
+		for (size_t i = 0; i < ld->ninlines; i++) {
+			r->inl[i] = ld->inlines[i];
+			memcpy(fr, ld->inlines[i].frames, ld->inlines[i].nframes * sizeof(*fr));
+			r->inl[i].frames = fr;
+			fr += ld->inlines[i].nframes;
+		}
+		r->ninl = ld->ninlines;
+	}
+	p = &set->places[set->nplaces];
+	*p = (struct mplace){ .time = ld->time, .addr = ld->addr,
+			      .len = ld->cfi ? pg_align(ld->size, 8) + ld->cfi->mapped_size : ld->size,
+			      .pid = ld->pid, .tid = ld->tid, .rec = (uint32_t)set->nrecs,
+			      .dead = UINT64_MAX, .killed = NONE, .image = NONE };
+	if (!id_put(&set->ids, ld->id, (uint32_t)set->nplaces, true))
+		return pg_err(set->diag, -ENOMEM, "out of memory");
+	set->nrecs++;
+	set->nplaces++;
+	return 0;
+}
+
+/* A MOVE or UNLOAD: the code of the latest LOAD of that index leaves its
+ * place; a MOVE puts it at ev->addr. */
+static int add_move(pg_elfset *set, const struct pg_code_event *ev)
+{
+	const struct idslot *sl = id_get(&set->ids, ev->id);
+	struct pg_elf_map *m;
+
+	if (!sl) {
+		pg_warn(set->diag, "%s: offset %llu: %s of code_index %llu, which no earlier LOAD has; ignored",
+			set->dump_name, (unsigned long long)ev->src_offset,
+			ev->kind == PG_CODE_MOVE ? "MOVE" : "UNLOAD", (unsigned long long)ev->id);
+		return 1;
+	}
+	if (sl->place) {
+		struct mplace *p = &set->places[sl->at], *q;
+
+		if (p->dead > ev->time)
+			p->dead = ev->time;
+		if (ev->kind != PG_CODE_MOVE)
+			return 0;
+		if (set->nplaces >= NONE - 1)
+			return pg_err(set->diag, -ENOMEM, "%s: more than 4 billion places", set->dump_name);
+		if (!pg_grow((void **)&set->places, &set->places_cap, set->nplaces + 1,
+			     sizeof(*set->places)))
+			return pg_err(set->diag, -ENOMEM, "out of memory");
+		p = &set->places[sl->at];
+		if (ev->addr + p->len < ev->addr) {
+			pg_warn(set->diag, "%s: offset %llu: MOVE to 0x%llx runs past the end of the address space; ignored",
+				set->dump_name, (unsigned long long)ev->src_offset,
+				(unsigned long long)ev->addr);
+			return 1;
+		}
+		q = &set->places[set->nplaces];
+		*q = (struct mplace){ .time = ev->time, .addr = ev->addr, .len = p->len,
+				      .pid = ev->pid, .tid = ev->tid, .rec = p->rec,
+				      .dead = UINT64_MAX, .killed = NONE, .image = NONE,
+				      .move = true };
+		if (!id_put(&set->ids, ev->id, (uint32_t)set->nplaces, true))
+			return pg_err(set->diag, -ENOMEM, "out of memory");
+		set->nplaces++;
+		return 0;
+	}
+	if (ev->kind != PG_CODE_MOVE)
+		return 0;	/* perf has no unmap: the old map stays */
+	/* an image of its own: the same bytes, mapped at the new address */
+	{
+		struct pg_elf_map old = set->maps[sl->at];
+
+		m = new_map(set);
+		if (!m)
+			return -ENOMEM;
+		*m = (struct pg_elf_map){ .kind = PG_ELF_MAP_MOVE, .time = ev->time, .pid = ev->pid,
+					  .tid = ev->tid, .id = ev->id, .start = ev->addr,
+					  .len = old.len, .pgoff = old.pgoff, .image = old.image,
+					  .size = old.size, .name = old.name };
+	}
+	return 0;
+}
+
 int pg_elfset_add(pg_elfset *set, const struct pg_code_event *ld,
 		  struct pg_elf_place *out)
 {
 	const struct pg_code_cfi *u = ld->cfi;
+	struct pg_elf_map *m;
 	struct img *im;
 	char name[128];
 	int ret;
 
 	memset(out, 0, sizeof(*out));
+	if (set->planned)
+		return pg_err(set->diag, -EINVAL, "%s: code added after the images were written",
+			      set->dump_name);
+	if (ld->kind == PG_CODE_MOVE || ld->kind == PG_CODE_UNLOAD)
+		return add_move(set, ld);
 	if (ld->kind != PG_CODE_LOAD || !ld->size)
 		return 1;
 	if (strlen(ld->name) > NAME_LIMIT) {
 		pg_warn(set->diag, "%s: function at 0x%llx has a name of %zu bytes; not placed",
 			set->dump_name, (unsigned long long)ld->addr, strlen(ld->name));
 		return 1;
+	}
+	if (set->memory && !(u && set->cfi_compat)) {
+		ret = mem_keep(set, ld);
+		out->image = PG_ELF_LATER;
+		return ret;
 	}
 	if (u || set->per_function) {
 		snprintf(name, sizeof(name), "%s-%llu.so", set->prefix,
@@ -738,7 +1600,7 @@ int pg_elfset_add(pg_elfset *set, const struct pg_code_event *ld,
 			if (set->cfi_compat)	/* page-aligned code, see elfimage.h */
 				im->text_off = im->text_end = pg_align(set->text_off, 0x1000);
 		}
-		ret = img_add(set, im, ld);
+		ret = img_add(set, im, ld, UINT64_MAX, false);
 		if (ret) {
 			img_free(im);
 			return ret;
@@ -750,34 +1612,55 @@ int pg_elfset_add(pg_elfset *set, const struct pg_code_event *ld,
 		out->pgoff = im->funcs[0].off;
 		out->map_len = u ? pg_align(ld->size, 8) + u->mapped_size : ld->size;
 		img_free(im);
-		return ret;
-	}
-	if (set->pack && set->pack->nfuncs &&
-	    (set->pack->text_end + ld->size + FUNC_ALIGN > set->text_off + set->pack_limit ||
-	     set->pack->strtab.len > TABLE_LIMIT || set->pack->dw.dies.len > TABLE_LIMIT ||
-	     set->pack->dw.prog.len > TABLE_LIMIT || set->pack->dw.abstr.len > TABLE_LIMIT)) {
-		ret = close_pack(set);
 		if (ret)
 			return ret;
-	}
-	if (!set->pack) {
-		snprintf(name, sizeof(name), "%s-pack%u.so", set->prefix, set->npacks++);
-		ret = new_image(set, name, &set->pack);
+	} else {
+		if (set->pack && set->pack->nfuncs &&
+		    (set->pack->text_end + ld->size + FUNC_ALIGN > set->text_off + set->pack_limit ||
+		     set->pack->strtab.len > TABLE_LIMIT || set->pack->dw.dies.len > TABLE_LIMIT ||
+		     set->pack->dw.prog.len > TABLE_LIMIT || set->pack->dw.abstr.len > TABLE_LIMIT)) {
+			ret = close_pack(set);
+			if (ret)
+				return ret;
+		}
+		if (!set->pack) {
+			snprintf(name, sizeof(name), "%s-pack%u.so", set->prefix, set->npacks++);
+			ret = new_image(set, name, &set->pack);
+			if (ret)
+				return ret;
+		}
+		ret = img_add(set, set->pack, ld, UINT64_MAX, false);
 		if (ret)
 			return ret;
+		out->image = (uint32_t)set->pack->pub;
+		out->pgoff = set->pack->funcs[set->pack->nfuncs - 1].off;
+		out->map_len = ld->size;
 	}
-	ret = img_add(set, set->pack, ld);
-	if (ret)
-		return ret;
-	out->image = (uint32_t)set->pack->pub;
-	out->pgoff = set->pack->funcs[set->pack->nfuncs - 1].off;
-	out->map_len = ld->size;
+	m = new_map(set);
+	if (!m || !id_put(&set->ids, ld->id, (uint32_t)(set->nmaps - 1), false))
+		return pg_err(set->diag, -ENOMEM, "out of memory");
+	*m = (struct pg_elf_map){ .kind = PG_ELF_MAP_LOAD, .time = ld->time, .pid = ld->pid,
+				  .tid = ld->tid, .id = ld->id, .start = ld->addr,
+				  .len = out->map_len, .pgoff = out->pgoff, .image = out->image,
+				  .size = ld->size, .name = ld->name };
 	return 0;
 }
 
 int pg_elfset_finish(pg_elfset *set)
 {
-	return close_pack(set);
+	int ret = close_pack(set);
+
+	if (!ret && set->memory && !set->planned) {
+		set->planned = true;
+		ret = mem_plan(set);
+	}
+	return ret;
+}
+
+const struct pg_elf_map *pg_elfset_maps(const pg_elfset *set, size_t *n)
+{
+	*n = set->nmaps;
+	return set->maps;
 }
 
 size_t pg_elfset_count(const pg_elfset *set)
@@ -850,6 +1733,14 @@ void pg_elfset_free(pg_elfset *set)
 	pg_elfset_keep(set);
 	free(set->pend);
 	img_free(set->pack);
+	for (size_t i = 0; i < set->nrecs; i++) {
+		free(set->recs[i].lines);
+		free(set->recs[i].inl);
+	}
+	free(set->recs);
+	free(set->places);
+	free(set->ids.slot);
+	free(set->maps);
 	for (size_t i = 0; i < set->nimages; i++)
 		free(set->images[i].path);
 	free(set->images);

@@ -23,6 +23,7 @@
 #include "util/util.h"
 
 #define CLOCK_MONOTONIC_ID 1
+#define PERF_SAMPLE_STACK_USER_BIT (1u << 13)
 #define PROT_RX 5
 #define MAP_PRIVATE_FLAG 2
 #define HOST_PID (-1)
@@ -38,19 +39,6 @@ struct image {			/* a written image, as MMAP2 records name it */
 	char *path;		/* absolute */
 	uint32_t maj, min;
 	uint64_t ino;
-};
-
-struct place {			/* where a code_index landed, for MOVE */
-	uint64_t code_index, pgoff, len;
-	uint32_t img;
-	bool used;		/* a slot of the map holding it */
-};
-
-/* code_index -> the latest LOAD's place: MOVEs cost O(1), not a search
- * of every earlier LOAD (dumps with 10^5 LOAD+MOVE pairs are real) */
-struct place_map {
-	struct place *slot;	/* open addressing, at most half full */
-	size_t nslots, n;
 };
 
 struct pidinfo {
@@ -69,6 +57,7 @@ struct inj {
 	char *image_dir;
 	bool cfi_compat;
 	bool monotonic;		/* every attr uses CLOCK_MONOTONIC */
+	bool user_stacks;	/* some attr samples user stacks (DWARF call graphs) */
 	bool attrs_checked;
 	bool explicit_done;
 	struct event *heap;
@@ -184,6 +173,8 @@ static void check_attrs(struct inj *j)
 
 		if (!a->use_clockid || a->clockid != CLOCK_MONOTONIC_ID)
 			j->monotonic = false;
+		if (a->sample_type & PERF_SAMPLE_STACK_USER_BIT)
+			j->user_stacks = true;
 	}
 	if (pg_perfdata_nattrs(j->pd) && pg_perfdata_attr(j->pd, 0)->nr_ids)
 		j->mmap_id = pg_perfdata_attr(j->pd, 0)->ids[0];
@@ -229,56 +220,31 @@ static int add_image(struct inj *j, const struct pg_elf_image *ei)
 	return pg_pdw_build_id(j->w, HOST_PID, PG_PERF_RECORD_MISC_USER, ei->build_id, 20, abs);
 }
 
-static uint64_t mix64(uint64_t x)
+/* The MMAP2 records of a dump's images, from the set's maps, with times
+ * on perf's clock. */
+static int queue_maps(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool arch,
+		      struct event **evs, size_t *nevs)
 {
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	return x;
-}
+	const struct pg_pd_time_conv *tc = pg_perfdata_time_conv(j->pd);
+	size_t n, cap = 0;
+	const struct pg_elf_map *m = pg_elfset_maps(set, &n);
 
-static struct place *place_slot(struct place *slot, size_t nslots, uint64_t code_index)
-{
-	size_t k = mix64(code_index) & (nslots - 1);
+	*evs = NULL;
+	*nevs = 0;
+	if (n && !pg_grow((void **)evs, &cap, n, sizeof(**evs)))
+		return pg_err(j->diag, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		uint64_t t = arch ? tsc_to_perf(tc, m[i].time) : m[i].time;
 
-	while (slot[k].used && slot[k].code_index != code_index)
-		k = (k + 1) & (nslots - 1);
-	return &slot[k];
-}
-
-/* Sets code_index -> pl (the latest LOAD wins); false on OOM. */
-static bool place_put(struct place_map *m, const struct place *pl)
-{
-	struct place *at;
-
-	if (2 * (m->n + 1) > m->nslots) {
-		size_t nn = m->nslots ? 2 * m->nslots : 1024;
-		struct place *ns = calloc(nn, sizeof(*ns));
-
-		if (!ns)
-			return false;
-		for (size_t i = 0; i < m->nslots; i++)
-			if (m->slot[i].used)
-				*place_slot(ns, nn, m->slot[i].code_index) = m->slot[i];
-		free(m->slot);
-		m->slot = ns;
-		m->nslots = nn;
+		(*evs)[i] = (struct event){ .time = t, .start = m[i].start, .len = m[i].len,
+					    .pgoff = m[i].pgoff, .pid = m[i].pid, .tid = m[i].tid,
+					    .img = m[i].image };
+		if (m[i].kind == PG_ELF_MAP_LOAD && t < pi->first_load)
+			pi->first_load = t;
+		j->st->carried += m[i].kind == PG_ELF_MAP_CARRY;
 	}
-	at = place_slot(m->slot, m->nslots, pl->code_index);
-	m->n += !at->used;
-	*at = *pl;
-	at->used = true;
-	return true;
-}
-
-static const struct place *place_get(const struct place_map *m, uint64_t code_index)
-{
-	const struct place *p;
-
-	if (!m->nslots)
-		return NULL;
-	p = place_slot(m->slot, m->nslots, code_index);
-	return p->used ? p : NULL;
+	*nevs = n;
+	return 0;
 }
 
 /* Reads one dump: writes its images and queues its MMAP2 records.  A
@@ -292,12 +258,12 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 	struct pg_elfset_opts eo = { .sz = sizeof(eo), .dir = j->image_dir, .per_function = j->o->per_function,
 				     .cfi_layout_perf_5_19 = j->cfi_compat,
 				     .build_id_names = true,
-				     .dir_nofollow = !j->o->image_dir };
+				     .dir_nofollow = !j->o->image_dir,
+				     .memory_layout = j->o->layout == PG_INJECT_LAYOUT_MEMORY };
 	const struct pg_code_process *h;
-	struct place_map pmap = { 0 };
 	struct pg_code_event rec;
 	struct event *evs = NULL;
-	size_t nevs = 0, evs_cap = 0;
+	size_t nevs = 0;
 	pg_code_source *src = NULL;
 	pg_elfset *set = NULL;
 	struct pidinfo *pi;
@@ -308,6 +274,7 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 
 	if (!j->attrs_checked)
 		check_attrs(j);
+	eo.carry_live = j->user_stacks;
 	ret = pg_code_open(path, &dd, &src);
 	if (ret)
 		goto fail;
@@ -347,57 +314,24 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 	if (ret)
 		goto fail;
 	while ((ret = pg_code_next(src, &rec)) > 0) {
-		uint64_t t = arch ? tsc_to_perf(tc, rec.time) : rec.time;
 		struct pg_elf_place pl;
-		struct event *e;
 
-		if (rec.kind == PG_CODE_LOAD) {
-			ret = pg_elfset_add(set, &rec, &pl);
-			if (ret < 0)
-				goto fail;
-			if (ret == 1)
-				continue;
-			if (!pg_grow((void **)&evs, &evs_cap, nevs + 1, sizeof(*evs)) ||
-			    !place_put(&pmap, &(struct place){ .code_index = rec.id,
-							       .pgoff = pl.pgoff, .len = pl.map_len,
-							       .img = pl.image })) {
-				ret = pg_err(&dd, -ENOMEM, "out of memory");
-				goto fail;
-			}
-			e = &evs[nevs++];
-			*e = (struct event){ .time = t, .start = rec.addr,
-					     .len = pl.map_len, .pgoff = pl.pgoff,
-					     .pid = rec.pid, .tid = rec.tid,
-					     .img = pl.image };
+		ret = pg_elfset_add(set, &rec, &pl);
+		if (ret < 0)
+			goto fail;
+		if (ret == 0 && rec.kind == PG_CODE_LOAD)
 			j->st->loads++;
-			if (t < pi->first_load)
-				pi->first_load = t;
-		} else if (rec.kind == PG_CODE_MOVE) {
-			const struct place *p = place_get(&pmap, rec.id);
-
-			if (!p) {
-				pg_warn(j->diag, "%s: offset %llu: MOVE of code_index %llu, which no earlier LOAD has; ignored",
-					path, (unsigned long long)rec.src_offset,
-					(unsigned long long)rec.id);
-				continue;
-			}
-			if (!pg_grow((void **)&evs, &evs_cap, nevs + 1, sizeof(*evs))) {
-				ret = pg_err(&dd, -ENOMEM, "out of memory");
-				goto fail;
-			}
-			/* the same image bytes, mapped at the new address */
-			evs[nevs++] = (struct event){ .time = t, .start = rec.addr,
-						      .len = p->len, .pgoff = p->pgoff,
-						      .pid = rec.pid, .tid = rec.tid,
-						      .img = p->img };
+		else if (ret == 0 && rec.kind == PG_CODE_MOVE)
 			j->st->moves++;
-		}
+		ret = 1;
 	}
 	if (ret < 0) {		/* a damaged record: the dump is not used */
 		fatal = false;
 		goto fail;
 	}
 	ret = pg_elfset_finish(set);
+	if (!ret)
+		ret = queue_maps(j, set, pi, arch, &evs, &nevs);
 	/* a pipe's reader may open an image as soon as its MMAP2 arrives */
 	if (!ret && j->pipe_out)
 		ret = pg_elfset_commit(set);
@@ -434,7 +368,6 @@ fail:
 	ret = 0;
 out:
 	free(evs);
-	free(pmap.slot);
 	pg_elfset_free(set);
 	pg_code_close(src);
 	return ret;

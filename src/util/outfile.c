@@ -123,3 +123,26 @@ void pg_outfile_abort(struct pg_outfile *f)
 	free(f->name);
 	f->tmpname = f->name = NULL;
 }
+
+int pg_pwrite_all(int fd, const void *p, size_t n, uint64_t off)
+{
+	const uint8_t *b = p;
+
+	while (n) {
+		ssize_t w = pwrite(fd, b, n, (off_t)off);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (w == 0) {
+			errno = ENOSPC;
+			return -1;
+		}
+		b += w;
+		n -= (size_t)w;
+		off += (uint64_t)w;
+	}
+	return 0;
+}

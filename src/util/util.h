@@ -74,6 +74,9 @@ int pg_outfile_finish(struct pg_outfile *f, struct pg_diag *d);
 /* Finishes (if needed) and renames the temporary into place. */
 int pg_outfile_commit(struct pg_outfile *f, struct pg_diag *d);
 void pg_outfile_abort(struct pg_outfile *f);
+/* pwrite() of all n bytes at off, through EINTR and short writes: 0, or
+ * -1 with errno set (ENOSPC for a write that wrote nothing). */
+int pg_pwrite_all(int fd, const void *p, size_t n, uint64_t off);
 
 /* Files to remove if the process is killed by a signal (see cleanup.c):
  * pg_cleanup_add() copies the name and keeps its own descriptor of the
