@@ -239,11 +239,13 @@ class Node(_Recording):
             cls.rec = pf.record(cls.tmp, os.path.join(cls.tmp, "debug"), "dwarf", cls.MS)
             run([pf.PERFGRAFT, "inject", "-q", "--per-function", "-i", "perf.data",
                  "-o", "pf.data"], cls.tmp)
-            run([pf.PERFGRAFT, "inject", "-q", "-i", "perf.data", "-o", "packed.data"],
-                cls.tmp)
+            run([pf.PERFGRAFT, "inject", "-q", "--layout", "packed", "-i", "perf.data",
+                 "-o", "packed.data"], cls.tmp)
+            run([pf.PERFGRAFT, "inject", "-q", "--layout", "memory", "-i", "perf.data",
+                 "-o", "memory.data"], cls.tmp)
             pf.perf_inject_reference(cls.rec, "ref.data")
             cls.stats = {}
-            for name in ("pf", "packed", "ref"):
+            for name in ("pf", "packed", "memory", "ref"):
                 cls.stats[name] = cls.compare(name + ".data")
                 s = cls.stats[name]
                 info("node %-6s %d samples, %d through JIT code: chains equal to perf "
@@ -312,9 +314,52 @@ class Node(_Recording):
         self.assertTrue(any("overlaps an existing module" in x or "dwfl_addrmodule gives"
                             in x for x in st), st[:5])
 
+    def test_memory_layout_agrees(self):
+        # the memory layout: one start - pgoff per image, so libdw's modules
+        # never overlap on JIT code; chains as libunwind's, sample by sample
+        s = self.stats["memory"]
+        self.assertGreater(s["jit"], 100, s)
+        self.assertEqual(s["jit"], self.stats["pf"]["jit"])
+        self.assertGreater(s["clean"], s["jit"] // 2)
+        self.assertLessEqual(s["broken_jit"], s["jit"] // 1000,
+                             "broken on JIT images: %s" % s["examples"]["broken"][:5])
+        self.assertGreaterEqual(s["clean_equal"], s["clean"] - max(2, s["clean"] // 500),
+                                "differing chains: %s" % s["examples"]["differ"][:5])
+        # and no worse than perf's own layout, one file per function
+        self.assertLessEqual(s["broken_jit"], self.stats["pf"]["broken_jit"])
+
+    def test_memory_layout_libunwind_same_as_perf_inject(self):
+        # perf 6.1 (libunwind) on the memory layout: every sample's chain
+        # names the same functions at the same offsets as on perf inject
+        # --jit's output
+        def chains(data):
+            _, out, _, _ = self.perf("script", "-i", data, "--ns", "--no-inline",
+                                     "-F", "pid,tid,time,ip,sym,symoff")
+            got, key = {}, None
+            for line in out.splitlines():
+                m = re.match(r"^\s*(\d+)/(\d+)\s+(\d+\.\d+):\s*$", line)
+                if m:
+                    key = (int(m.group(1)), m.group(3))
+                    got[key] = []
+                elif line.strip() and key is not None:
+                    got[key].append(line.split(None, 1)[1].strip() if " " in line.strip()
+                                    else "")
+                else:
+                    key = None
+            return got
+        mem, ref = chains("memory.data"), chains("ref.data")
+        self.assertGreater(len(ref), 100)
+        self.assertEqual(set(mem), set(ref))
+        differ = [k for k in ref if mem[k] != ref[k]]
+        jit = sum(1 for k in ref if any("JS:" in f or "Builtin:" in f for f in ref[k]))
+        info("node memory: perf 6.1 script: %d samples (%d through JIT code), %d chains "
+             "differ from perf inject --jit's" % (len(ref), jit, len(differ)))
+        self.assertGreater(jit, 100)
+        self.assertEqual(differ, [], [(k, mem[k][:6], ref[k][:6]) for k in differ[:3]])
+
     def test_tool_chains_are_prefixes(self):
         # whatever stops the libdw walk, the frames it took are libunwind's
-        for name in ("pf", "packed"):
+        for name in ("pf", "packed", "memory"):
             s = self.stats[name]
             self.assertLessEqual(s["not_prefix"], s["jit"] // 20,
                                  "%s: %s" % (name, s["examples"]["not_prefix"][:5]))
