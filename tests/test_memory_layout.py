@@ -232,6 +232,8 @@ class MemoryLayout(unittest.TestCase):
             self.assertEqual(ld["offset"], ld["vaddr"], name)
             self.assertLess(ld["offset"], 4096, name)
             self.assertEqual(ld["offset"] % 64, 0, name)
+            # laid out like memory down to the 64-byte line
+            self.assertEqual(base % 64, 0, "%s: base 0x%x" % (name, base))
             text = elf.section(".text")
             self.assertEqual(text["addr"], text["offset"], name)
             # the lowest function starts on the PT_LOAD's 64-byte line
@@ -326,6 +328,17 @@ class MemoryLayout(unittest.TestCase):
                 self.assertEqual(sorted(r["image"] for r in rows if r["kind"] == "TABLES"),
                                  ["jitted-4242-r0-g0.so", "jitted-4242-r0-g1.so",
                                   "jitted-4242-r0-g2.so"], p.out)
+                # each image's FDEs: its own functions with CFI, at their offsets
+                self.need("eu-readelf")
+                bases = self.bases(rows, p)
+                for img in self.images(out):
+                    want = sorted((r["pgoff"], r["size"]) for r in rows
+                                  if r["image"] == img and r["kind"] == "LOAD"
+                                  and b.funcs[r["code_index"]].has_cfi)
+                    pe = run(["eu-readelf", "--debug-dump=frames", os.path.join(out, img)])
+                    got = sorted((int(o, 16), int(n, 16)) for o, n in re.findall(
+                        r"\(offset: (0x[0-9a-f]+)\)\n\s+address_range:\s+(0x[0-9a-f]+)", pe.out))
+                    self.assertEqual(got, want, "%s (base 0x%x)\n%s" % (img, bases[img], pe.out))
 
     # -- 2. regions and generations ------------------------------------------
     def test_reuse_starts_generation(self):
