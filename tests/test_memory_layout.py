@@ -418,6 +418,26 @@ class MemoryLayout(unittest.TestCase):
         self.check_invariants(b, p, [r for r in rows if r["kind"] == "LOAD"] +
                               [r for r in rows if r["kind"] != "LOAD"], out)
 
+    def test_move_with_cfi(self):
+        """The moved copy keeps its CFI: an FDE at the old place and one at
+        the new, both in the image's .eh_frame_hdr."""
+        self.need("eu-readelf")
+        b = gen.JitdumpBuilder()
+        a = BASE + 0x4000
+        b.cfi_unwinding_info(a, 0x40)
+        b.load(b"JS:*m", gen.x86_64_code(0x40, 1), a, 0)
+        b.move(0, a, a + 0x1000, 0x40)
+        p, rows, out = self.convert(b)
+        self.assertEqual([r["kind"] for r in rows], ["TABLES", "LOAD", "MOVE"], p.out)
+        self.check_invariants(b, p, rows, out)
+        path = os.path.join(out, "jitted-4242-r0-g0.so")
+        want = sorted((r["pgoff"], 0x40) for r in rows if r["kind"] != "TABLES")
+        pe = run(["eu-readelf", "--debug-dump=frames", path])
+        got = sorted((int(o, 16), int(n, 16)) for o, n in re.findall(
+            r"\(offset: (0x[0-9a-f]+)\)\n\s+address_range:\s+(0x[0-9a-f]+)", pe.out))
+        self.assertEqual(got, want, pe.out)
+        self.assertRegex(pe.out, r"fde_count:\s+2\n")
+
     def test_unload_changes_nothing(self):
         b = gen.JitdumpBuilder()
         a = BASE + 0x5000
