@@ -4,6 +4,20 @@
 # node recording (about 62,000 JIT code loads, a 61 MB jitdump).  Targets:
 # at least 20x faster, at most 1/5 of perf's peak RSS, at most 10 image
 # files, and bytes written (images + output) at most 1.2x the dump's size.
+# The same recording is injected twice: --layout packed (the figures
+# above) and --layout memory; a second table sets both layouts and perf's
+# jitted-*.so against the dump's code bytes (sum of LOAD code_size):
+# image files, apparent bytes (ls), allocated bytes (du: memory-layout
+# images are sparse) and bytes the process wrote.  Memory-layout targets:
+# at most 10 image files, image bytes written and disk used at most 1.2x
+# the code, inject time no worse than packed (5% for noise).  node runs
+# with --perf-prof-unwinding-info, so the functions with real CFI are
+# there (one image each in packed, merged .eh_frame in memory); perf
+# record uses -g (frame pointers), so no CARRY maps are made.
+# Bytes written are GNU time's %O ("File system outputs", the kernel's
+# per-task write_bytes) x 512: counted when the process dirties page cache,
+# not at writeback; checked on ext4 (a 100 MiB dd reads 204800, exact).
+# It reads 0 on tmpfs (TMPDIR there: no block device to account to).
 # Then the MOVE-heavy case: synthesized dumps of 20,000 and 160,000
 # LOAD+MOVE pairs (move-heavy.py), both tools' times, and perfgraft's
 # 160k/20k time ratio (8 when linear in the pairs).
@@ -40,7 +54,9 @@ move_timeout=${MOVE_PERF_TIMEOUT:-600}
 target_speedup=20	# perf wall / perfgraft wall, at least
 target_rss=5		# perf RSS / perfgraft RSS, at least
 target_images=10	# perfgraft image files, at most
-target_bytes=1.2	# perfgraft bytes written / dump bytes, at most
+target_bytes=1.2	# perfgraft bytes written / dump bytes, at most; memory
+			# layout: image bytes written and allocated / code bytes
+target_mem_time=1.05	# memory layout wall / packed wall, at most (5% noise)
 
 die() { echo "bench-inject: $*" >&2; exit 2; }
 fail() { echo "bench-inject: FAILED: $*" >&2; exit 1; }
@@ -66,10 +82,11 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench-inject.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 rec=$tmp/rec		# node's cwd: perf.data, jit-PID.dump, perf's jitted-*.so
 pdir=$tmp/perf		# perf inject's cwd and output
-gdir=$tmp/pg		# perfgraft inject's cwd, output and images
+gdir=$tmp/pg-pg		# perfgraft inject's cwd, output and images (packed)
+mdir=$tmp/pg-mem		# the same for --layout memory
 debug=$tmp/debug	# perf's build-id cache
 logs=$tmp/logs
-mkdir "$rec" "$pdir" "$gdir" "$debug" "$logs"
+mkdir "$rec" "$pdir" "$gdir" "$mdir" "$debug" "$logs"
 touch "$logs/start"
 
 now_ns() { date +%s%N; }
@@ -92,6 +109,10 @@ remove_new() {
 }
 rss_kb() { awk -F': *' '/Maximum resident set size/ {print $2}' "$1"; }
 cpu_s() { awk -F': *' '/User time/ {u = $2} /System time/ {s = $2} END {printf "%.2f %.2f", u, s}' "$1"; }
+# Bytes the process wrote: GNU time's "File system outputs" (%O, the
+# kernel's write_bytes: 512-byte units of page cache the process dirtied,
+# counted at write time, not at writeback) x 512.
+fs_out_bytes() { awk -F': *' '/File system outputs/ {printf "%.0f", $2 * 512}' "$1"; }
 
 # ---- MOVE-heavy dumps ------------------------------------------------------
 # For each size N of $move_pairs: move-heavy.py writes a dump of N LOAD+MOVE
@@ -227,7 +248,7 @@ for r in d["records"]:
         u, pending = pending, None
         if u and u["mapped_size"] and u["eh_frame_hdr_size"] and not u.get("dropped"):
             cfi.append(r["name"])
-print(f"loads={s['loads']} cfi={len(cfi)}")
+print(f"loads={s['loads']} cfi={len(cfi)} code={code}")
 print(f"dump: {int(sys.argv[2]) / 1e6:.1f} MB, {s['loads']} LOAD, {s['moves']} MOVE, "
       f"{s['unwinding_infos']} UNWINDING_INFO ({len(cfi)} with real CFI), "
       f"{s['debug_infos']} DEBUG_INFO ({s['lines']} line entries), "
@@ -238,7 +259,8 @@ if len(cfi) > 5:
     print(f"  ... and {len(cfi) - 5} more with real CFI")
 EOF
 loads=$(sed -n '1s/^loads=\([0-9]*\) .*/\1/p' "$logs/summary")
-ncfi=$(sed -n '1s/.* cfi=\([0-9]*\)$/\1/p' "$logs/summary")
+ncfi=$(sed -n '1s/.* cfi=\([0-9]*\) .*/\1/p' "$logs/summary")
+code_bytes=$(sed -n '1s/.* code=\([0-9]*\)$/\1/p' "$logs/summary")
 echo "bench-inject: $(sed -n '2p' "$logs/summary")"
 sed -n '3,$p' "$logs/summary"
 echo "bench-inject: perf.data $(awk -v b="$in_bytes" 'BEGIN {printf "%.1f", b / 1e6}') MB"
@@ -282,58 +304,81 @@ for i in $(seq "$runs"); do
 	fi
 	# The lowest of the runs: the conservative side for the RSS ratio.
 	if [ -z "$perf_rss" ] || [ "$kb" -lt "$perf_rss" ]; then perf_rss=$kb; fi
+	perf_wrote=$(fs_out_bytes "$logs/perf.time.$i")
 done
 read -r f1 _ _ b1 k1 < <(new_stats "$rec" "$logs/rec.before")
 read -r f2 _ _ b2 k2 < <(new_stats "$pdir" /dev/null)
 perf_files=$((f1 + f2))
+perf_images=$f1 perf_img_bytes=$b1 perf_img_disk=$k1	# the jitted-*.so
 perf_bytes=$((b1 + b2))
 perf_disk=$((k1 + k2))
 perf_out_bytes=$(stat -c %s "$pdir/perf.ref.data")
 read -r cache_reg cache_links cache_dirs cache_bytes _ < <(new_stats "$debug" "$logs/debug.before")
 cache_du=$(du -s -B1 "$debug" | awk '{print $1}')
 
-# ---- 3. perfgraft inject -----------------------------------------------
-list_paths "$rec" >"$logs/rec.before.pg"
-list_paths "$debug" >"$logs/debug.before.pg"
-pg_best='' pg_rss=0 pg_cpu=''
-for i in $(seq "$runs"); do
-	find "$gdir" -mindepth 1 -delete
-	warm
-	echo "bench-inject: perfgraft inject (run $i of $runs)"
-	t0=$(now_ns)
-	if ! (cd "$gdir" && /usr/bin/time -v -o "$logs/pg.time.$i" \
-		"$pg" inject -i "$rec/perf.data" -o perf.pg.data \
-		>"$logs/pg.out.$i" 2>"$logs/pg.err.$i"); then
-		tail -n 20 "$logs/pg.err.$i" >&2
-		grep -E 'Exit status|Command terminated' "$logs/pg.time.$i" >&2 || true
-		fail "$pg inject (run $i)"
+# ---- 3. perfgraft inject, packed and memory layouts ---------------------
+# pg_inject NAME LAYOUT: RUNS runs of perfgraft inject --layout LAYOUT in
+# $tmp/pg-NAME (output perf.NAME.data, images perf.NAME.data.d); sets pg_*
+# of the best run (wall, user+sys), the highest RSS, and the last run's
+# files: pg_images, pg_img_bytes (apparent), pg_img_disk (allocated),
+# pg_wrote (%O x 512 of the process), pg_out_bytes (the output perf.data),
+# pg_files/pg_bytes/pg_disk (everything new).
+pg_inject() { # NAME LAYOUT
+	local name=$1 layout=$2 i t0 t1 dt kb f1 b1 k1 f2 b2 k2 d1 d2 d3 dir
+	dir=$tmp/pg-$name
+	mkdir -p "$dir"
+	list_paths "$rec" >"$logs/rec.before.$name"
+	list_paths "$debug" >"$logs/debug.before.$name"
+	pg_best='' pg_rss=0 pg_cpu='' pg_wrote=0
+	for i in $(seq "$runs"); do
+		find "$dir" -mindepth 1 -delete
+		warm
+		echo "bench-inject: perfgraft inject --layout $layout (run $i of $runs)"
+		t0=$(now_ns)
+		if ! (cd "$dir" && /usr/bin/time -v -o "$logs/$name.time.$i" \
+			"$pg" inject --layout "$layout" -i "$rec/perf.data" -o "perf.$name.data" \
+			>"$logs/$name.out.$i" 2>"$logs/$name.err.$i"); then
+			tail -n 20 "$logs/$name.err.$i" >&2
+			grep -E 'Exit status|Command terminated' "$logs/$name.time.$i" >&2 || true
+			fail "$pg inject --layout $layout (run $i)"
+		fi
+		t1=$(now_ns)
+		dt=$((t1 - t0))
+		kb=$(rss_kb "$logs/$name.time.$i")
+		if [ -z "$pg_best" ] || [ "$dt" -lt "$pg_best" ]; then
+			pg_best=$dt
+			pg_cpu=$(cpu_s "$logs/$name.time.$i")
+		fi
+		# The highest of the runs: the conservative side for the RSS ratio.
+		if [ "$kb" -gt "$pg_rss" ]; then pg_rss=$kb; fi
+		pg_wrote=$(fs_out_bytes "$logs/$name.time.$i")
+	done
+	grep '^perfgraft: inject:' "$logs/$name.err.$runs" | sed 's/^/bench-inject: /' || true
+	# Anything perfgraft put beside the dump counts too.
+	read -r f1 _ _ b1 k1 < <(new_stats "$rec" "$logs/rec.before.$name")
+	read -r f2 _ _ b2 k2 < <(new_stats "$dir" /dev/null)
+	read -r d1 d2 d3 _ _ < <(new_stats "$debug" "$logs/debug.before.$name")
+	read -r pg_images _ _ pg_img_bytes pg_img_disk < <(new_stats "$dir/perf.$name.data.d" /dev/null)
+	pg_files=$((f1 + f2))
+	pg_bytes=$((b1 + b2))
+	pg_disk=$((k1 + k2))
+	pg_out_bytes=$(stat -c %s "$dir/perf.$name.data")
+	if [ "$f1" -gt 0 ]; then
+		echo "bench-inject: warning: perfgraft wrote $f1 files beside the dump (counted)" >&2
 	fi
-	t1=$(now_ns)
-	dt=$((t1 - t0))
-	kb=$(rss_kb "$logs/pg.time.$i")
-	if [ -z "$pg_best" ] || [ "$dt" -lt "$pg_best" ]; then
-		pg_best=$dt
-		pg_cpu=$(cpu_s "$logs/pg.time.$i")
+	if [ $((d1 + d2 + d3)) -gt 0 ]; then
+		echo "bench-inject: warning: perfgraft wrote $((d1 + d2 + d3)) paths into the build-id cache" >&2
 	fi
-	# The highest of the runs: the conservative side for the RSS ratio.
-	if [ "$kb" -gt "$pg_rss" ]; then pg_rss=$kb; fi
-done
-grep '^perfgraft: inject:' "$logs/pg.err.$runs" | sed 's/^/bench-inject: /' || true
-# Anything perfgraft put beside the dump counts too.
-read -r f1 _ _ b1 k1 < <(new_stats "$rec" "$logs/rec.before.pg")
-read -r f2 _ _ b2 k2 < <(new_stats "$gdir" /dev/null)
-read -r d1 d2 d3 _ _ < <(new_stats "$debug" "$logs/debug.before.pg")
-pg_images=$(find "$gdir/perf.pg.data.d" -type f 2>/dev/null | wc -l)
-pg_files=$((f1 + f2))
-pg_bytes=$((b1 + b2))
-pg_disk=$((k1 + k2))
-pg_out_bytes=$(stat -c %s "$gdir/perf.pg.data")
-if [ "$f1" -gt 0 ]; then
-	echo "bench-inject: warning: perfgraft wrote $f1 files beside the dump (counted)" >&2
-fi
-if [ $((d1 + d2 + d3)) -gt 0 ]; then
-	echo "bench-inject: warning: perfgraft wrote $((d1 + d2 + d3)) paths into the build-id cache" >&2
-fi
+}
+pg_inject pg packed
+pk_best=$pg_best pk_rss=$pg_rss pk_cpu=$pg_cpu pk_wrote=$pg_wrote
+pk_images=$pg_images pk_img_bytes=$pg_img_bytes pk_img_disk=$pg_img_disk
+pk_files=$pg_files pk_bytes=$pg_bytes pk_disk=$pg_disk pk_out_bytes=$pg_out_bytes
+pg_inject mem memory
+mm_best=$pg_best mm_rss=$pg_rss mm_wrote=$pg_wrote
+mm_images=$pg_images mm_img_bytes=$pg_img_bytes mm_img_disk=$pg_img_disk mm_out_bytes=$pg_out_bytes
+pg_best=$pk_best pg_rss=$pk_rss pg_cpu=$pk_cpu pg_images=$pk_images
+pg_files=$pk_files pg_bytes=$pk_bytes pg_disk=$pk_disk pg_out_bytes=$pk_out_bytes
 
 # ---- 4. perf report on each output ---------------------------------------
 # One untimed run each (warms the page cache; its output is compared), then
@@ -356,8 +401,10 @@ report() { # NAME FILE
 echo "bench-inject: perf report --stdio --sort sym on each output"
 rep_perf=$(report perf "$pdir/perf.ref.data")
 rep_pg=$(report pg "$gdir/perf.pg.data")
+rep_mem=$(report mem "$mdir/perf.mem.data")
 
-python3 - "$logs/report.perf" "$logs/report.pg" <<'EOF' || true
+for name in pg mem; do
+python3 - "$logs/report.perf" "$logs/report.$name" "$name" <<'EOF' || true
 import re, sys
 pat = re.compile(r"^\s+([0-9.]+)%\s+(?:([0-9.]+)%\s+)?\[(.)\]\s+(.*?)\s*$")
 jit = re.compile(r"^(JS|Builtin|BytecodeHandler|Eval|RegExp|Stub|Function|Script|LazyCompile|Handler):")
@@ -371,16 +418,17 @@ def parse(path):
             rows.setdefault(m.group(4), (first, self_))
     return rows
 a, b = parse(sys.argv[1]), parse(sys.argv[2])
+lay = "packed" if sys.argv[3] == "pg" else "memory"
 def top(rows, k):
     return [s for s, _ in sorted(rows.items(), key=lambda kv: (-kv[1][k], kv[0]))[:10]]
 ok = True
 for k, what in ((0, "children"), (1, "self")):
     ta, tb = top(a, k), top(b, k)
     if ta == tb:
-        print(f"bench-inject: perf report top 10 by {what}: the same 10 symbols")
+        print(f"bench-inject: perf report top 10 by {what} ({lay}): the same 10 symbols")
     else:
         ok = False
-        print(f"bench-inject: WARNING: perf report top 10 by {what} differ", file=sys.stderr)
+        print(f"bench-inject: WARNING: perf report top 10 by {what} differ ({lay})", file=sys.stderr)
         for i in range(10):
             x = ta[i] if i < len(ta) else "-"
             y = tb[i] if i < len(tb) else "-"
@@ -391,8 +439,9 @@ jb = sum(1 for s in b if jit.match(s))
 ra = sum(1 for s in a if s.startswith("0x"))
 rb = sum(1 for s in b if s.startswith("0x"))
 print(f"bench-inject: perf report symbols: perf {len(a)} ({ja} JIT, {ra} raw addresses), "
-      f"perfgraft {len(b)} ({jb} JIT, {rb} raw addresses); {diff} differ in percentages or presence")
+      f"perfgraft {lay} {len(b)} ({jb} JIT, {rb} raw addresses); {diff} differ in percentages or presence")
 EOF
+done
 
 # ---- 5. table ------------------------------------------------------------
 awk -v runs="$runs" -v dump_bytes="$dump_bytes" \
@@ -437,6 +486,55 @@ BEGIN {
 	printf "image files target    %s (%d vs <= %d)\n", pf(g_images <= t_img), g_images, t_img
 	printf "bytes target          %s (%.1f MB / %.1f MB dump = %.2f vs <= %.1f)\n", \
 		pf(bytes_r <= t_bytes), g_bytes / 1e6, dump_bytes / 1e6, bytes_r, t_bytes
+}'
+
+# ---- 6. the image layouts against the dump's code ------------------------
+if [ "$perf_wrote" = 0 ] || [ "$mm_wrote" = 0 ]; then
+	echo "bench-inject: warning: %O read 0 bytes written (TMPDIR on tmpfs?): the wrote rows mean nothing" >&2
+fi
+# Images only (perf's jitted-*.so beside the dump; perfgraft's OUTPUT.d), so
+# the ratios to the code bytes (sum of LOAD code_size) show the layout's
+# overhead: ELF headers, symbols, line tables, CFI, padding, holes.  "wrote"
+# is the whole process (%O x 512, output perf.data and for perf its
+# build-id cache included); "wrote, images" subtracts the output perf.data's
+# size from it.
+awk -v runs="$runs" -v code="$code_bytes" \
+    -v p_ns="$perf_best" -v k_ns="$pk_best" -v m_ns="$mm_best" \
+    -v p_img="$perf_images" -v k_img="$pk_images" -v m_img="$mm_images" \
+    -v p_app="$perf_img_bytes" -v k_app="$pk_img_bytes" -v m_app="$mm_img_bytes" \
+    -v p_du="$perf_img_disk" -v k_du="$pk_img_disk" -v m_du="$mm_img_disk" \
+    -v p_wr="$perf_wrote" -v k_wr="$pk_wrote" -v m_wr="$mm_wrote" \
+    -v p_out="$perf_out_bytes" -v k_out="$pk_out_bytes" -v m_out="$mm_out_bytes" \
+    -v p_kb="$perf_rss" -v k_kb="$pk_rss" -v m_kb="$mm_rss" \
+    -v p_rep="$rep_perf" -v k_rep="$rep_pg" -v m_rep="$rep_mem" \
+    -v t_img="$target_images" -v t_bytes="$target_bytes" -v t_time="$target_mem_time" '
+function pf(ok) { return ok ? "PASS" : "FAIL" }
+function row(label, p, k, m) { printf "%-24s %16s %16s %16s\n", label, p, k, m }
+function mbr(b) { return sprintf("%.1f (%.2fx)", b / 1e6, code > 0 ? b / code : 0) }
+BEGIN {
+	m_wi = m_wr - m_out; k_wi = k_wr - k_out; p_wi = p_wr - p_out
+	printf "\nImage layouts against the dump'"'"'s code: %.1f MB (sum of LOAD code_size);\n", code / 1e6
+	printf "MB (ratio to the code):\n"
+	row("", "perf inject --jit", "pg packed", "pg memory")
+	row("wall s (best of " runs ")", sprintf("%.2f", p_ns / 1e9), sprintf("%.2f", k_ns / 1e9),
+	    sprintf("%.2f", m_ns / 1e9))
+	row("peak RSS MB", sprintf("%.1f", p_kb * 1024 / 1e6), sprintf("%.1f", k_kb * 1024 / 1e6),
+	    sprintf("%.1f", m_kb * 1024 / 1e6))
+	row("image files", p_img, k_img, m_img)
+	row("images apparent (ls)", mbr(p_app), mbr(k_app), mbr(m_app))
+	row("images allocated (du)", mbr(p_du), mbr(k_du), mbr(m_du))
+	row("wrote, process (%O)", mbr(p_wr), mbr(k_wr), mbr(m_wr))
+	row("  output perf.data", sprintf("%.1f", p_out / 1e6), sprintf("%.1f", k_out / 1e6),
+	    sprintf("%.1f", m_out / 1e6))
+	row("wrote, images", mbr(p_wi), mbr(k_wi), mbr(m_wi))
+	row("perf report s", sprintf("%.2f", p_rep / 1e9), sprintf("%.2f", k_rep / 1e9),
+	    sprintf("%.2f", m_rep / 1e9))
+	printf "\n"
+	tr = k_ns > 0 ? m_ns / k_ns : 0
+	printf "memory: image files   %s (%d vs <= %d)\n", pf(m_img <= t_img), m_img, t_img
+	printf "memory: wrote, images %s (%.2fx the code vs <= %.1f)\n", pf(m_wi <= t_bytes * code), m_wi / code, t_bytes
+	printf "memory: disk used     %s (%.2fx the code vs <= %.1f)\n", pf(m_du <= t_bytes * code), m_du / code, t_bytes
+	printf "memory: inject time   %s (%.2fx packed vs <= %.2f)\n", pf(tr <= t_time), tr, t_time
 }'
 
 if want move; then move_bench; fi
