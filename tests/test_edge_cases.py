@@ -241,8 +241,9 @@ class EdgeCaseTest(unittest.TestCase):
         outdir = os.path.join(work.name, "out")
         os.mkdir(outdir)
         args = ["elf", path, "-o", outdir, "--list"]
-        if per_function:
-            args.append("--per-function")
+        # the packed layout: these cases check its images (the memory
+        # layout's are test_memory_layout.py's)
+        args += ["--per-function"] if per_function else ["--layout", "packed"]
         p = pg(*args, cwd=work.name)
         # nothing outside DIR, nothing below DIR but plain files
         for rel in file_snapshot(work.name):

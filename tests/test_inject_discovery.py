@@ -229,10 +229,21 @@ class Discovery(unittest.TestCase):
 
     def test_move_maps_the_same_bytes_again(self):
         path = self.dump(os.path.join(self.d, "run"), move=True)
-        err, mm, out = self.inject(path, samples=((OLD + 8, 2000), (NEW + 8, 4000)))
+        # packed: the moved code is the same bytes of the same image
+        err, mm, out = self.inject(path, samples=((OLD + 8, 2000), (NEW + 8, 4000)),
+                                   args=("--layout", "packed"))
         inj = self.injected(mm)
         self.assertEqual([x["start"] for x in inj], [OLD, NEW], err)
         self.assertEqual(len({(x["filename"], x["pgoff"], x["len"]) for x in inj}), 1)
+        self.assertEqual([x["time"] for x in inj], [1000, 3000])
+        # memory (the default): NEW lies 2 MiB past OLD, another code
+        # region: a copy of the code in that region's image, first in it
+        err, mm, out = self.inject(path, samples=((OLD + 8, 2000), (NEW + 8, 4000)))
+        inj = self.injected(mm)
+        self.assertEqual([x["start"] for x in inj], [OLD, NEW], err)
+        self.assertRegex(inj[0]["filename"], r"-r0-g0-[0-9a-f]{12}\.so$")
+        self.assertRegex(inj[1]["filename"], r"-r1-g0-[0-9a-f]{12}\.so$")
+        self.assertEqual(len({(x["pgoff"], x["len"]) for x in inj}), 1, inj)
         self.assertEqual([x["time"] for x in inj], [1000, 3000])
         if shutil.which("perf") is None:
             self.skipTest("perf is not installed")

@@ -234,8 +234,7 @@ class ImageChecks:
     def _convert(cls, outdir):
         os.mkdir(outdir)
         cmd = [PERFGRAFT, "elf", cls.dump_path, "-o", outdir, "--list"]
-        if cls.PER_FUNCTION:
-            cmd.append("--per-function")
+        cmd += ["--per-function"] if cls.PER_FUNCTION else ["--layout", "packed"]
         cmd.extend(cls.EXTRA_ARGS)
         rc, out, err = run(cmd, cwd=cls.tmp.name)
         if rc != 0:

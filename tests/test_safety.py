@@ -91,7 +91,9 @@ class Tmp(unittest.TestCase):
         self.assertEqual(before, after)
 
     def inject(self, *args, cwd=None, **kw):
-        return run([PERFGRAFT, "inject", "-q", "--jitdump-dir", FIX] + list(args),
+        # the packed layout: one image per function with CFI, many files
+        return run([PERFGRAFT, "inject", "-q", "--layout", "packed", "--jitdump-dir", FIX] +
+                   list(args),
                    cwd=cwd or self.t, **kw)
 
     def first_run(self, out="out.data"):
@@ -183,7 +185,7 @@ class DiskFull(Tmp):
         byte for byte what they were (today: unlinked)."""
         d = os.path.join(self.fs, "imgs")
         dump = os.path.join(FIX, "jit-19989.dump")
-        r = run([PERFGRAFT, "elf", "-q", dump, "-o", d])
+        r = run([PERFGRAFT, "elf", "-q", "--layout", "packed", dump, "-o", d])
         self.assertEqual(r.returncode, 0, r.stderr)
         before = tree(self.fs)
         self.fill(150)
@@ -192,7 +194,7 @@ class DiskFull(Tmp):
         data = bytearray(open(dump, "rb").read())
         struct.pack_into("<Q", data, 24, struct.unpack_from("<Q", data, 24)[0] + 1)  # timestamp
         open(other, "wb").write(data)
-        r = run([PERFGRAFT, "elf", "-q", "--prefix", "jitted-19989", other, "-o", d])
+        r = run([PERFGRAFT, "elf", "-q", "--layout", "packed", "--prefix", "jitted-19989", other, "-o", d])
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertRegex(r.stderr, r"imgs/jitted-19989-(pack)?\d+\.so: .*No space left on device")
         self.assertUnchanged(before, self.fs, "filler")
@@ -211,7 +213,8 @@ class Signals(Tmp):
         data = open(pipe, "rb").read()
         fifo = os.path.join(self.t, "in.fifo")
         os.mkfifo(fifo)
-        p = subprocess.Popen([PERFGRAFT, "inject", "-q", "--jitdump-dir", FIX, "-i", fifo,
+        p = subprocess.Popen([PERFGRAFT, "inject", "-q", "--layout", "packed",
+                              "--jitdump-dir", FIX, "-i", fifo,
                               "-o", out] + list(extra), cwd=self.t,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         w = open(fifo, "wb")
@@ -299,7 +302,7 @@ class OutputDir(Tmp):
 
     def test_elf_creates_its_directory(self):
         d = os.path.join(self.t, "new")
-        r = run([PERFGRAFT, "elf", "-q", os.path.join(FIX, "jit-19989.dump"), "-o", d])
+        r = run([PERFGRAFT, "elf", "-q", "--layout", "packed", os.path.join(FIX, "jit-19989.dump"), "-o", d])
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertTrue(any(f.endswith(".so") for f in os.listdir(d)))
         self.assertEqual(temps(d), [])
@@ -324,10 +327,10 @@ class OutputDir(Tmp):
                 m = re.search(r"^\s*LOAD\s+(0x[0-9a-f]+)", r.stdout, re.M)
                 out[f] = int(m.group(1), 16)
             return out
-        self.assertEqual(run([PERFGRAFT, "elf", "-q", dump, "-o", d]).returncode, 0)
+        self.assertEqual(run([PERFGRAFT, "elf", "-q", "--layout", "packed", dump, "-o", d]).returncode, 0)
         std = loads()
         self.assertEqual(set(std.values()), {0})
-        r = run([PERFGRAFT, "elf", "-q", "--cfi-layout", "perf-5.19", dump, "-o", d])
+        r = run([PERFGRAFT, "elf", "-q", "--layout", "packed", "--cfi-layout", "perf-5.19", dump, "-o", d])
         self.assertEqual(r.returncode, 0, r.stderr)
         compat = loads()
         self.assertEqual(set(std), set(compat))
@@ -336,7 +339,7 @@ class OutputDir(Tmp):
     def test_elf_takes_injects_cfi_layout_spelling(self):
         dump = os.path.join(FIX, "jit-19989.dump")
         for args in (["--cfi-layout", "perf-5.19"], ["--cfi-layout", "standard"]):
-            r = run([PERFGRAFT, "elf", "-q", dump, "-o", os.path.join(self.t, args[1])] + args)
+            r = run([PERFGRAFT, "elf", "-q", "--layout", "packed", dump, "-o", os.path.join(self.t, args[1])] + args)
             self.assertEqual(r.returncode, 0, r.stderr)
         r = run([PERFGRAFT, "elf", dump, "--cfi-layout", "bogus"])
         self.assertEqual(r.returncode, 2)

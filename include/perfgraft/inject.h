@@ -47,7 +47,7 @@ struct pg_inject_opts {
 	 * layout and samples with user stacks (DWARF call graphs), live code
 	 * is carried into new generations (pg_elfset_opts.carry_live) */
 	enum pg_inject_layout {
-		PG_INJECT_LAYOUT_DEFAULT = 0,	/* packed */
+		PG_INJECT_LAYOUT_DEFAULT = 0,	/* memory */
 		PG_INJECT_LAYOUT_PACKED,
 		PG_INJECT_LAYOUT_MEMORY,
 	} layout;

@@ -19,9 +19,9 @@ static void do_help(FILE *f)
 		   "Writes ELF images with the code, symbols, DWARF line tables and unwind\n"
 		   "tables of every function in JITDUMP.\n\n"
 		   "  -o, --output DIR    directory for the images, created when missing (default: .)\n"
-		   "  --layout L          memory: one image per code region and generation, laid\n"
-		   "                      out like the process's memory; packed (default): shared\n"
-		   "                      images, one image per function with CFI; per-function:\n"
+		   "  --layout L          memory (default): one image per code region and\n"
+		   "                      generation, laid out like the process's memory; packed:\n"
+		   "                      shared images, one image per function with CFI; per-function:\n"
 		   "                      one image per function, as perf inject --jit writes\n"
 		   "  --per-function      --layout per-function\n"
 		   "  --prefix NAME       image file name prefix (default: jitted-PID)\n"
@@ -30,9 +30,9 @@ static void do_help(FILE *f)
 		   "                      standard (default), or perf-5.19 for perf 5.19..6.7\n"
 		   "                      built with libunwind and without the 2023 fix\n"
 		   "  -l, --list          print where each function landed (tab-separated:\n"
-		   "                      index, code_addr, size, image, pgoff, map_len, name;\n"
-		   "                      with --layout memory also the MOVE, CARRY and TABLES\n"
-		   "                      maps, the kind first)\n"
+		   "                      index, code_addr, size, image, pgoff, map_len, name)\n"
+		   "  --maps              print every map of the images as --list does, the kind\n"
+		   "                      first: LOAD, MOVE, TABLES (the merged unwind tables)\n"
 		   "  -q, --quiet         no summary on stderr\n"
 		   "  -v                  print every warning (default: the first 20)\n"
 		   "  -h, --help          this text\n");
@@ -62,11 +62,12 @@ static void list_maps(const pg_elfset *set, bool kinds)
 int cmd_elf(int argc, char **argv)
 {
 	enum { OPT_PER_FUNCTION = 256, OPT_PREFIX, OPT_PACK_LIMIT, OPT_CFI, OPT_UNWIND_519,
-	       OPT_LAYOUT };
+	       OPT_LAYOUT, OPT_MAPS };
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "per-function", no_argument, NULL, OPT_PER_FUNCTION },
 		{ "layout", required_argument, NULL, OPT_LAYOUT },
+		{ "maps", no_argument, NULL, OPT_MAPS },
 		{ "prefix", required_argument, NULL, OPT_PREFIX },
 		{ "pack-limit", required_argument, NULL, OPT_PACK_LIMIT },
 		{ "cfi-layout", required_argument, NULL, OPT_CFI },
@@ -78,14 +79,14 @@ int cmd_elf(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	struct pg_elfset_opts eo = { .sz = sizeof(eo), .dir = "." };
+	struct pg_elfset_opts eo = { .sz = sizeof(eo), .dir = ".", .memory_layout = true };
 	struct cli_warnings w = { 0 };
 	struct pg_code_stats st = { .sz = sizeof(st) };
 	struct pg_diag diag;
 	struct pg_code_event ev;
 	pg_code_source *src = NULL;
 	pg_elfset *set = NULL;
-	bool list = false, quiet = false, made_dir = false;
+	bool list = false, maps = false, quiet = false, made_dir = false;
 	uint64_t placed = 0, skipped = 0, bytes = 0;
 	double t0 = now_seconds(), next_progress = 0;
 	int c, ret, status = 0;
@@ -94,7 +95,10 @@ int cmd_elf(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "o:lqvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': eo.dir = optarg; break;
-		case OPT_PER_FUNCTION: eo.per_function = true; break;
+		case OPT_PER_FUNCTION:
+			eo.per_function = true;
+			eo.memory_layout = false;
+			break;
 		case OPT_LAYOUT:
 			if (cli_layout(optarg, &eo) < 0)
 				return EXIT_USAGE;
@@ -114,6 +118,7 @@ int cmd_elf(int argc, char **argv)
 			}
 			break;
 		case 'l': list = true; break;
+		case OPT_MAPS: maps = true; break;
 		case 'q': quiet = true; break;
 		case 'v': w.verbose++; break;
 		case 'h': do_help(stdout); return 0;
@@ -170,8 +175,8 @@ int cmd_elf(int argc, char **argv)
 	}
 	if (ret == 0)
 		ret = pg_elfset_finish(set);
-	if (ret == 0 && list)
-		list_maps(set, eo.memory_layout);
+	if (ret == 0 && (list || maps))
+		list_maps(set, maps);
 	/* the images take their names only when every one is written: a
 	 * failed run leaves DIR as it was.  A commit may replace earlier
 	 * images of the same names: no signal may stop it half-way (the

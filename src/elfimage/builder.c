@@ -1266,8 +1266,8 @@ static int mem_plan(pg_elfset *set)
 		struct mplace *p = &pl[byaddr[i]];
 		uint64_t end = p->addr + p->len;
 
-		if (!nreg || p->addr >= rg[nreg - 1].hi + PG_ELF_REGION_GAP ||
-		    rg[nreg - 1].hi + PG_ELF_REGION_GAP < rg[nreg - 1].hi) {
+		if (!nreg || (p->addr >= rg[nreg - 1].hi &&
+			      p->addr - rg[nreg - 1].hi >= PG_ELF_REGION_GAP)) {
 			if (nreg)
 				rg[nreg - 1].next_lo = p->addr;
 			rg[nreg++] = (struct region){ .lo = p->addr, .hi = end,
