@@ -31,6 +31,10 @@
  * with pgoff == placement offset resolves ip - start + pgoff to the
  * symbol.
  *
+ * In the directory /tmp a prefix "jitted-..." becomes "pg-jitted-...":
+ * perf's libdw unwinder treats "/tmp/jitted-*" files as perf inject's own
+ * (base = the map's start), which these images are not.
+ *
  * Files are written as hidden temporary files in the directory
  * (".NAME.pgtmp-PID-RRRRRR", mode 0644 less the umask) and get their final
  * names only at pg_elfset_commit(), so that a run that fails half-way

@@ -217,6 +217,26 @@ int pg_elfset_new(const struct pg_code_process *hdr, const char *dump_name,
 		pg_elfset_free(set);
 		return -e;
 	}
+	/* perf's libdw unwinder (6.13+) takes the base of a file whose path
+	 * starts with "/tmp/jitted-" to be its map's start (right for perf
+	 * inject's own images only): these never get such a path */
+	{
+		char *abs = realpath(set->dir, NULL);
+
+		if (abs && !strcmp(abs, "/tmp") && !strncmp(set->prefix, "jitted-", 7)) {
+			char *np = malloc(strlen(set->prefix) + 4);
+
+			if (!np) {
+				free(abs);
+				pg_elfset_free(set);
+				return pg_err(diag, -ENOMEM, "out of memory");
+			}
+			sprintf(np, "pg-%s", set->prefix);
+			free(set->prefix);
+			set->prefix = np;
+		}
+		free(abs);
+	}
 	/* the temporaries of runs killed before they could remove them */
 	pg_sweep_dead_temps(set->dirfd);
 	set->text_off = pg_align(headers_end(set), TEXT_ALIGN);
