@@ -1178,7 +1178,8 @@ static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t ge
 	{
 		uint64_t hdr_addr = tab_addr + pg_align(im->meh.len, 4);
 
-		qsort(t.ents, t.n, sizeof(*t.ents), cmp_fde);
+		if (t.n)	/* ents is NULL without FDEs */
+			qsort(t.ents, t.n, sizeof(*t.ents), cmp_fde);
 		pg_buf_u8(&im->mhdr, 1);
 		pg_buf_u8(&im->mhdr, 0x1b);	/* eh_frame_ptr: pcrel sdata4 */
 		pg_buf_u8(&im->mhdr, 0x03);	/* fde_count: udata4 */
