@@ -29,7 +29,6 @@ import os
 import re
 import shutil
 import struct
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -39,9 +38,9 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 import jitdump_gen as gen  # noqa: E402
+from test_extension_records import describe, run  # noqa: E402
 
 PERFGRAFT = os.environ.get("PERFGRAFT", os.path.join(ROOT, "build", "perfgraft"))
-TIMEOUT = 300
 DWARFDUMP = next((t for t in ("llvm-dwarfdump-14", "llvm-dwarfdump") if shutil.which(t)),
                  "llvm-dwarfdump-14")
 REGION_GAP = 1 << 20        # PG_ELF_REGION_GAP
@@ -55,21 +54,8 @@ LAYOUTS = (("le64", "<", gen.EM_X86_64, "x86_64", gen.x86_64_code, BASE),
            ("le32", "<", gen.EM_386, "i386", gen.i386_code, gen.BASE32))
 
 
-def run(args, cwd=None):
-    p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
-                       timeout=TIMEOUT)
-    p.out = p.stdout.decode("utf-8", "surrogateescape")
-    p.err = p.stderr.decode("utf-8", "surrogateescape")
-    return p
-
-
-def describe(p):
-    return "command: %s\nexit: %s\nstdout:\n%s\nstderr:\n%s" % (
-        " ".join(map(str, p.args)), p.returncode, p.out[-3000:], p.err[-3000:])
-
-
 def parse_list(out):
-    """The -l rows of the memory layout: kind, code_index, start, size,
+    """The --maps rows of the memory layout: kind, code_index, start, size,
     image, pgoff, map_len, name."""
     rows = []
     for line in out.splitlines():
