@@ -14,7 +14,11 @@ libunwind; and what it makes of perfgraft's image layouts.
        - `perfgraft inject --per-function`: the tool's chains equal perf
          6.1's on the same file for most samples, and hardly any breaks
          on a JIT image;
-       - `perfgraft inject` (packed images): most chains break on a JIT
+       - `perfgraft inject` (the memory layout, the default): no chain
+         breaks on a JIT image, the chains are perf 6.1's wherever node's
+         text or [vdso] does not stop them, and perf 6.1's own chains
+         (libunwind) on it are perf inject --jit's, sample by sample;
+       - `perfgraft inject --layout packed`: most chains break on a JIT
          image (frames of one packed image with different biases: the
          module reported for one is not dwfl_addrmodule's for the other):
          the negative control;
