@@ -147,13 +147,18 @@ int cmd_inject(int argc, char **argv)
 	}
 	if (!quiet) {
 		double dt = now_seconds() - t0;
+		char carried[64] = "";
 
-		fprintf(stderr, "perfgraft: inject: %llu jitdump%s (%llu LOAD, %llu MOVE) -> %llu images in %s (%.1f MB%s); %llu MMAP2 injected, %llu markers and %llu anonymous maps dropped; %s written (%.1f MB) in %.2f s%s\n",
+		if (st.carried)
+			snprintf(carried, sizeof(carried), " (%llu carry live code into newer images)",
+				 (unsigned long long)st.carried);
+		fprintf(stderr, "perfgraft: inject: %llu jitdump%s (%llu LOAD, %llu MOVE) -> %llu images in %s (%.1f MB%s); %llu MMAP2 injected%s, %llu markers and %llu anonymous maps dropped; %s written (%.1f MB) in %.2f s%s\n",
 			(unsigned long long)st.dumps, st.dumps == 1 ? "" : "s",
 			(unsigned long long)st.loads, (unsigned long long)st.moves,
 			(unsigned long long)st.images, st.image_dir, st.image_bytes / 1e6,
 			st.cfi_compat ? ", CFI laid out for perf 5.19..6.7" : "",
-			(unsigned long long)st.mmaps_injected, (unsigned long long)st.markers_dropped,
+			(unsigned long long)st.mmaps_injected, carried,
+			(unsigned long long)st.markers_dropped,
 			(unsigned long long)st.anon_dropped, io.output, st.output_bytes / 1e6, dt,
 			st.dumps_failed ? "; some dumps were not injected (see the warnings)" : "");
 	}
