@@ -596,28 +596,30 @@ class MemoryLayout(unittest.TestCase):
         self.check_invariants(b, p, rows, out, live={f.code_index: f for f in b.funcs[1:]})
 
     def test_near_top_of_address_space(self):
+        """The last MiB below 2^64 is left for a region's unwind tables:
+        code that runs into it is not placed (a warning); code just below
+        it is."""
         b = gen.JitdumpBuilder()
-        top = 1 << 64
+        top = (1 << 64) - (1 << 20)
         b.load(b"JS:*low", gen.x86_64_code(0x20, 1), BASE, 0)
         b.load(b"JS:*top", gen.x86_64_code(0x20, 2), top - 0x40, 1)
-        # ends exactly at 2^64: the memory layout refuses it too (its end
-        # does not fit in 64 bits), while --layout packed places it
-        b.load(b"JS:*end", gen.x86_64_code(0x20, 3), top - 0x20, 2)
-        b.load(b"JS:*wrap", gen.x86_64_code(0x20, 4), top - 0x10, 3)    # past it
+        b.load(b"JS:*end", gen.x86_64_code(0x20, 3), top - 0x20, 2)     # ends at top
+        b.load(b"JS:*over", gen.x86_64_code(0x20, 4), top - 0x10, 3)    # past it
+        b.load(b"JS:*wrap", gen.x86_64_code(0x20, 5), (1 << 64) - 0x10, 4)
         p, rows, out = self.convert(b)
-        for a in (top - 0x20, top - 0x10):
-            self.assertRegex(p.err, r"warning: .*function at 0x%x runs past the end of the "
-                             r"address space; not placed" % a)
+        for a in (top - 0x10, (1 << 64) - 0x10):
+            self.assertRegex(p.err, r"warning: .*function at 0x%x runs into the last MiB of "
+                             r"the address space; not placed" % a)
         self.assertEqual(sorted(r["code_index"] for r in rows if r["kind"] == "LOAD"),
-                         [0, 1], p.out)
+                         [0, 1, 2], p.out)
         self.check_invariants(b, p, rows, out,
-                              live={f.code_index: f for f in b.funcs[:2]})
+                              live={f.code_index: f for f in b.funcs[:3]})
 
     def test_near_top_with_cfi(self):
-        """CFI near 2^64: the function's own tables, or the region's tables
-        after its code, would run past 2^64."""
+        """CFI just below the last MiB: the region's tables after its code
+        stay below 2^64."""
         b = gen.JitdumpBuilder()
-        top = 1 << 64
+        top = (1 << 64) - (1 << 20)
         b.cfi_unwinding_info(top - 0x400, 0x20)
         b.load(b"JS:*room", gen.x86_64_code(0x20, 1), top - 0x400, 0)
         b.cfi_unwinding_info(top - 0x40, 0x20)
@@ -626,18 +628,18 @@ class MemoryLayout(unittest.TestCase):
         self.assertIn("warning", p.err, describe(p))
         bases = self.bases(rows, p)
         for r in rows:
-            self.assertLessEqual(r["start"] + r["map_len"], top, "a map past 2^64\n" + p.out)
+            self.assertLessEqual(r["start"] + r["map_len"], 1 << 64, "a map past 2^64\n" + p.out)
         self.check_invariants(b, p, rows, out,
                               live={r["code_index"]: b.funcs[r["code_index"]]
                                     for r in rows if r["kind"] == "LOAD"})
         self.assertTrue(bases)
 
-    # in the last MiB below 2^64 (where hi + PG_ELF_REGION_GAP overflows)
-    # close functions still share one region (a bug this found once: each
-    # started a region of its own, tables overlapping the next LOAD)
+    # just below the last MiB close functions share one region, and the
+    # tables after it overlap no map (a bug this found once: near 2^64
+    # each function started a region of its own)
     def test_last_mib_one_region(self):
         b = gen.JitdumpBuilder()
-        top = 1 << 64
+        top = (1 << 64) - (1 << 20)
         b.cfi_unwinding_info(top - 0x400, 0x20)
         b.load(b"JS:*cfi", gen.x86_64_code(0x20, 1), top - 0x400, 0)
         b.load(b"JS:*next", gen.x86_64_code(0x20, 2), top - 0x380, 1)
@@ -650,24 +652,85 @@ class MemoryLayout(unittest.TestCase):
         self.assertEqual(self.images(out), ["jitted-4242-r0-g0.so"], p.out + p.err)
 
     def test_2000_loads_one_address(self):
+        """2,000 LOADs at one address would be 2,000 generations: past its
+        limits (256 + LOADs/64 images) the dump is written in the packed
+        layout instead, one shared image, with a warning."""
         b = gen.JitdumpBuilder()
         a = BASE + 0x9000
         n = 2000
         for i in range(n):
             b.load(b"JS:*same%d" % i, gen.x86_64_code(0x20, i), a, i)
         p, rows, out = self.convert(b)
-        imgs = self.images(out)
-        # one generation per LOAD: 2,000 images r0-g0 .. r0-g1999
-        self.assertEqual(len(imgs), n)
-        self.assertEqual(set(imgs), {"jitted-4242-r0-g%d.so" % i for i in range(n)})
-        self.assertEqual([(r["code_index"], r["image"]) for r in rows],
-                         [(i, "jitted-4242-r0-g%d.so" % i) for i in range(n)])
+        self.assertRegex(p.err, r"too many generations of reused code: written in the packed "
+                         r"layout instead of the memory layout \(2000 generations")
+        self.assertEqual(self.images(out), ["jitted-4242-pack0.so"])
+        self.assertEqual([(r["kind"], r["code_index"]) for r in rows],
+                         [("LOAD", i) for i in range(n)])
+        elf = Elf(os.path.join(out, "jitted-4242-pack0.so"))
+        funcs = {name: (off, size) for name, off, size in elf.funcs()}
         for i in (0, 1, n // 2, n - 1):
-            elf = Elf(os.path.join(out, "jitted-4242-r0-g%d.so" % i))
-            r = rows[i]
-            off = r["pgoff"]
+            off = rows[i]["pgoff"]
+            self.assertEqual(funcs[b"JS:*same%d" % i], (off, 0x20))
             self.assertEqual(elf.data[off:off + 0x20], b.funcs[i].code)
-            self.assertEqual(elf.funcs(), [(b"JS:*same%d" % i, off, 0x20)])
+        # a little below the limit: one image per generation
+        b = gen.JitdumpBuilder()
+        for i in range(200):
+            b.load(b"JS:*same%d" % i, gen.x86_64_code(0x20, i), a, i)
+        p, rows, out = self.convert(b)
+        self.assertNotIn("packed layout", p.err)
+        self.assertEqual(len(self.images(out)), 200)
+
+
+    def du(self, out):
+        return sum(os.stat(os.path.join(out, n)).st_blocks * 512 for n in os.listdir(out))
+
+    def test_hostile_dumps_fall_back_to_packed(self):
+        """Dumps that would make the memory layout's output explode are
+        written in the packed layout, with a warning: bounded output."""
+        big = 1 << 20
+        # a 1 MiB function bounced between two addresses 256 MiB apart:
+        # every MOVE back lands on its own earlier copy
+        b = gen.JitdumpBuilder()
+        x, y = BASE, BASE + (256 << 20)
+        b.load(b"JS:*big", gen.x86_64_code(big, 1), x, 0)
+        for i in range(200):
+            b.move(0, x if i % 2 == 0 else y, y if i % 2 == 0 else x, big)
+        p, rows, out = self.convert(b)
+        self.assertRegex(p.err, r"code moved too often: written in the packed layout")
+        self.assertEqual(self.images(out), ["jitted-4242-pack0.so"])
+        self.assertLess(self.du(out), 3 * big)
+        self.assertEqual(len([r for r in rows if r["kind"] == "MOVE"]), 200)
+        # 1,100 tiny functions just under 1 MiB apart: one region wider
+        # than 1 GiB
+        b = gen.JitdumpBuilder()
+        for i in range(1100):
+            b.load(b"JS:*far%d" % i, gen.x86_64_code(0x20, i), BASE + i * (big - 0x100), i)
+        p, rows, out = self.convert(b)
+        self.assertRegex(p.err, r"a code region wider than 1 GiB: written in the packed layout")
+        self.assertEqual(self.images(out), ["jitted-4242-pack0.so"])
+        self.assertLess(sum(os.path.getsize(os.path.join(out, n)) for n in os.listdir(out)),
+                        1 << 20)
+
+    def test_absolute_fde_is_not_merged(self):
+        """An FDE with an absolute pc_begin would need the image's base:
+        it is not merged (a warning), the function unwinds by frame
+        pointers; the image is still written."""
+        b = gen.JitdumpBuilder()
+        eh, hdr, _ = gen.build_eh_frame(BASE, 0x40)
+        eh = bytearray(eh)
+        # the CIE's augmentation "zR" with R = 0x1b (pcrel sdata4) becomes
+        # 0x03 (absolute udata4) when present
+        at = eh.find(b"zR\x00")
+        if at < 0:
+            self.skipTest("the generator's CIE has no zR augmentation")
+        i = eh.index(b"\x1b", at)
+        eh[i] = 0x03
+        b.unwinding_info(bytes(eh), hdr)
+        b.load(b"JS:*abs", gen.x86_64_code(0x40, 1), BASE, 0)
+        p, rows, out = self.convert(b)
+        self.assertRegex(p.err, r"its unwind tables have a CIE this cannot rebase; unwound by "
+                         r"frame pointers")
+        self.assertEqual([r["kind"] for r in rows], ["LOAD"])
 
 
 if __name__ == "__main__":

@@ -903,8 +903,9 @@ struct tables {
 /* The size of a pointer encoding this can rebase, or 0. */
 static unsigned enc_size(uint8_t enc, unsigned ptrsize)
 {
-	if ((enc & 0x70) != 0x00 && (enc & 0x70) != 0x10)
-		return 0;	/* only absolute and pc-relative */
+	if ((enc & 0x70) != 0x10)
+		return 0;	/* only pc-relative: an absolute pc_begin would need
+			 * the image's base, which readers add again */
 	switch (enc & 0x0f) {
 	case 0x00: return ptrsize;
 	case 0x03: case 0x0b: return 4;
@@ -1177,6 +1178,21 @@ static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t ge
 	pg_buf_u32(&im->meh, 0);	/* the terminator */
 	{
 		uint64_t hdr_addr = tab_addr + pg_align(im->meh.len, 4);
+		uint64_t room = UINT64_MAX - tab_addr;
+		bool fits = im->meh.len + 16 + 8 * (uint64_t)t.n < room;
+
+		/* the .eh_frame_hdr's entries are 32-bit offsets from it */
+		for (size_t i = 0; i < t.n && fits; i++)
+			fits = t.ents[i].pc - hdr_addr + 0x80000000ull <= 0xffffffffull &&
+			       t.ents[i].fde - hdr_addr + 0x80000000ull <= 0xffffffffull;
+		if (!fits) {
+			pg_warn(set->diag, "%s: image %s: its unwind tables do not fit after the code; unwound by frame pointers",
+				set->dump_name, name);
+			t.n = 0;
+			im->meh.len = 0;
+			pg_buf_u32(&im->meh, 0);
+			hdr_addr = tab_addr + 4;
+		}
 
 		if (t.n)	/* ents is NULL without FDEs */
 			qsort(t.ents, t.n, sizeof(*t.ents), cmp_fde);
@@ -1254,15 +1270,25 @@ out:
 	return ret;
 }
 
-/* Regions, generations, what each generation carries, and the images. */
+/* Limits past which the memory layout is given up for a dump and the
+ * packed layout used instead (mem_fallback): a hostile or degenerate dump
+ * must not make the output explode.  A region wider than SPAN_LIMIT would
+ * also overflow the 32-bit offsets of .eh_frame_hdr and DW_AT_high_pc. */
+#define SPAN_LIMIT (1ull << 30)
+#define CARRY_GENERATIONS 64	/* carrying costs generations x live code */
+
+/* Regions, generations, what each generation carries, and the images.
+ * Returns 0, 1 when the memory layout is given up for this dump (nothing
+ * written yet), or a negative errno. */
 static int mem_plan(pg_elfset *set)
 {
 	struct mplace *pl = set->places;
-	size_t n = set->nplaces, nreg = 0;
+	size_t n = set->nplaces, nreg = 0, ngens = 0;
 	uint32_t *byaddr = NULL, *order = NULL, *carry = NULL, *live = NULL, *nlive = NULL;
 	struct region *rg = NULL;
-	uint64_t budget = 0, carried = 0;
-	bool budget_warned = false;
+	uint64_t code = 0, moved = 0, meta = 0, spread = 0, carried = 0;
+	bool budget_warned = false, carry_live = set->carry_live;
+	const char *why = NULL;
 	int ret = 0;
 
 	if (!n)
@@ -1278,8 +1304,17 @@ static int mem_plan(pg_elfset *set)
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
+		const struct mrec *r = &set->recs[pl[i].rec];
+
 		byaddr[i] = (uint32_t)i;
-		budget += pl[i].len;
+		if (pl[i].move)
+			moved += r->size;
+		else
+			code += r->size;
+		/* what the names, symbols and DWARF of a copy cost, roughly */
+		meta += strlen(r->name) + 64 + 16 * r->nlines;
+		for (size_t k = 0; k < r->ninl; k++)
+			meta += 16 + 32ull * r->inl[k].nframes;
 	}
 	qsort_r(byaddr, n, sizeof(*byaddr), cmp_addr, pl);
 	/* regions: split where no code lies within PG_ELF_REGION_GAP */
@@ -1315,14 +1350,13 @@ static int mem_plan(pg_elfset *set)
 			g->order[g->n++] = (uint32_t)i;
 		}
 	}
+	/* generations: a place over one of its generation starts the next;
+	 * and which later place first covers each place */
 	for (size_t r = 0; r < nreg && !ret; r++) {
 		struct region *g = &rg[r];
 		void *gen_root = NULL, *live_root = NULL;
 		uint32_t gen = 0;
-		size_t nl = 0;
 
-		/* generations: a place over one of its generation starts the
-		 * next; and which later place first covers each place */
 		for (size_t i = 0; i < g->n; i++) {
 			struct mplace *p = &pl[g->order[i]];
 			void *f;
@@ -1346,9 +1380,40 @@ static int mem_plan(pg_elfset *set)
 		}
 		tdestroy(gen_root, no_free);
 		tdestroy(live_root, no_free);
-		/* the images, one per generation; live: the places of earlier
-		 * generations still mapped and not gone, which a generation
-		 * carries unless its own code covers them */
+		ngens += gen + 1;
+		spread += (uint64_t)(gen + 1) * (g->hi - g->lo);
+		if (g->hi - g->lo > SPAN_LIMIT)
+			why = "a code region wider than 1 GiB";
+	}
+	if (ret)
+		goto out;
+	/* what the layout would write, against the code it holds */
+	if (!why && ngens > 256 + set->nrecs / 64)
+		why = "too many generations of reused code";
+	if (!why && moved > 2 * code + PG_ELF_REGION_GAP)
+		why = "code moved too often";
+	if (!why && spread / 64 > code + (1ull << 20))
+		why = "code spread too thinly";
+	if (!why && meta > TABLE_LIMIT / 2)
+		why = "too many names and line rows";
+	if (why) {
+		pg_warn(set->diag, "%s: %s: written in the packed layout instead of the memory layout (%zu generations, %llu bytes of code)",
+			set->dump_name, why, ngens, (unsigned long long)code);
+		ret = 1;
+		goto out;
+	}
+	if (carry_live && ngens > CARRY_GENERATIONS) {
+		pg_warn(set->diag, "%s: %zu generations of reused code: live code is not carried into newer images; perf's libdw unwinder may stop at frames of older ones",
+			set->dump_name, ngens);
+		carry_live = false;
+	}
+	/* the images, one per generation; live: the places of earlier
+	 * generations still mapped and not gone, which a generation carries
+	 * unless its own code covers them */
+	for (size_t r = 0; r < nreg && !ret; r++) {
+		struct region *g = &rg[r];
+		size_t nl = 0;
+
 		for (size_t s = 0; s < g->n && !ret;) {
 			size_t e = s, nc = 0, nn = 0;
 			uint32_t k = pl[g->order[s]].gen;
@@ -1356,25 +1421,26 @@ static int mem_plan(pg_elfset *set)
 
 			while (e < g->n && pl[g->order[e]].gen == k)
 				e++;
-			for (size_t i = 0; i < nl; i++) {
+			for (size_t i = 0; i < nl && carry_live; i++) {
 				struct mplace *q = &pl[live[i]];
+				uint64_t sz = set->recs[q->rec].size;
 				bool covered = q->killed != NONE && pl[q->killed].gen == k;
 
 				if (q->dead <= t0)
 					continue;	/* gone for good */
-				if (!covered && set->carry_live && carried + q->len <= budget) {
+				if (!covered && carried + sz <= code) {
 					carry[nc++] = live[i];
-					carried += q->len;
-				} else if (!covered && set->carry_live && !budget_warned) {
+					carried += sz;
+				} else if (!covered && !budget_warned) {
 					pg_warn(set->diag, "%s: live code not carried into later generations beyond %llu bytes (the code's own size); perf's libdw unwinder may stop at frames of older images",
-						set->dump_name, (unsigned long long)budget);
+						set->dump_name, (unsigned long long)code);
 					budget_warned = true;
 				}
 				if (!covered)
 					nlive[nn++] = live[i];
 			}
 			ret = mem_image(set, g, (uint32_t)r, k, g->order + s, e - s, carry, nc);
-			for (size_t i = s; i < e; i++) {
+			for (size_t i = s; i < e && carry_live; i++) {
 				struct mplace *q = &pl[g->order[i]];
 
 				if (q->killed == NONE || pl[q->killed].gen != k)
@@ -1466,8 +1532,11 @@ static int mem_keep(pg_elfset *set, const struct pg_code_event *ld)
 
 	if (set->nrecs >= NONE - 1 || set->nplaces >= NONE - 1)
 		return pg_err(set->diag, -ENOMEM, "%s: more than 4 billion functions", set->dump_name);
-	if (ld->addr + ld->size + (ld->cfi ? 8 + ld->cfi->mapped_size : 0) < ld->addr) {
-		pg_warn(set->diag, "%s: function at 0x%llx runs past the end of the address space; not placed",
+	/* the region's tables go after its code: room is left for them */
+	if (ld->addr + ld->size + (ld->cfi ? 8 + ld->cfi->mapped_size : 0) < ld->addr ||
+	    ld->addr + ld->size + (ld->cfi ? 8 + ld->cfi->mapped_size : 0) >
+	    UINT64_MAX - PG_ELF_REGION_GAP + 1) {
+		pg_warn(set->diag, "%s: function at 0x%llx runs into the last MiB of the address space; not placed",
 			set->dump_name, (unsigned long long)ld->addr);
 		return 1;
 	}
@@ -1517,8 +1586,11 @@ static int mem_keep(pg_elfset *set, const struct pg_code_event *ld)
 			      .len = ld->cfi ? pg_align(ld->size, 8) + ld->cfi->mapped_size : ld->size,
 			      .pid = ld->pid, .tid = ld->tid, .rec = (uint32_t)set->nrecs,
 			      .dead = UINT64_MAX, .killed = NONE, .image = NONE };
-	if (!id_put(&set->ids, ld->id, (uint32_t)set->nplaces, true))
+	if (!id_put(&set->ids, ld->id, (uint32_t)set->nplaces, true)) {
+		free(r->lines);
+		free(r->inl);
 		return pg_err(set->diag, -ENOMEM, "out of memory");
+	}
 	set->nrecs++;
 	set->nplaces++;
 	return 0;
@@ -1550,8 +1622,9 @@ static int add_move(pg_elfset *set, const struct pg_code_event *ev)
 			     sizeof(*set->places)))
 			return pg_err(set->diag, -ENOMEM, "out of memory");
 		p = &set->places[sl->at];
-		if (ev->addr + p->len < ev->addr) {
-			pg_warn(set->diag, "%s: offset %llu: MOVE to 0x%llx runs past the end of the address space; ignored",
+		if (ev->addr + p->len < ev->addr ||
+		    ev->addr + p->len > UINT64_MAX - PG_ELF_REGION_GAP + 1) {
+			pg_warn(set->diag, "%s: offset %llu: MOVE to 0x%llx runs into the last MiB of the address space; ignored",
 				set->dump_name, (unsigned long long)ev->src_offset,
 				(unsigned long long)ev->addr);
 			return 1;
@@ -1583,8 +1656,9 @@ static int add_move(pg_elfset *set, const struct pg_code_event *ev)
 	return 0;
 }
 
-int pg_elfset_add(pg_elfset *set, const struct pg_code_event *ld,
-		  struct pg_elf_place *out)
+/* A LOAD into a packed image or an image of its own, at once. */
+static int add_placed(pg_elfset *set, const struct pg_code_event *ld,
+		      struct pg_elf_place *out)
 {
 	const struct pg_code_cfi *u = ld->cfi;
 	struct pg_elf_map *m;
@@ -1592,24 +1666,6 @@ int pg_elfset_add(pg_elfset *set, const struct pg_code_event *ld,
 	char name[128];
 	int ret;
 
-	memset(out, 0, sizeof(*out));
-	if (set->planned)
-		return pg_err(set->diag, -EINVAL, "%s: code added after the images were written",
-			      set->dump_name);
-	if (ld->kind == PG_CODE_MOVE || ld->kind == PG_CODE_UNLOAD)
-		return add_move(set, ld);
-	if (ld->kind != PG_CODE_LOAD || !ld->size)
-		return 1;
-	if (strlen(ld->name) > NAME_LIMIT) {
-		pg_warn(set->diag, "%s: function at 0x%llx has a name of %zu bytes; not placed",
-			set->dump_name, (unsigned long long)ld->addr, strlen(ld->name));
-		return 1;
-	}
-	if (set->memory && !(u && set->cfi_compat)) {
-		ret = mem_keep(set, ld);
-		out->image = PG_ELF_LATER;
-		return ret;
-	}
 	if (u || set->per_function) {
 		snprintf(name, sizeof(name), "%s-%llu.so", set->prefix,
 			 (unsigned long long)ld->id);
@@ -1667,6 +1723,66 @@ int pg_elfset_add(pg_elfset *set, const struct pg_code_event *ld,
 	return 0;
 }
 
+int pg_elfset_add(pg_elfset *set, const struct pg_code_event *ld,
+		  struct pg_elf_place *out)
+{
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if (set->planned)
+		return pg_err(set->diag, -EINVAL, "%s: code added after the images were written",
+			      set->dump_name);
+	if (ld->kind == PG_CODE_MOVE || ld->kind == PG_CODE_UNLOAD)
+		return add_move(set, ld);
+	if (ld->kind != PG_CODE_LOAD || !ld->size)
+		return 1;
+	if (strlen(ld->name) > NAME_LIMIT) {
+		pg_warn(set->diag, "%s: function at 0x%llx has a name of %zu bytes; not placed",
+			set->dump_name, (unsigned long long)ld->addr, strlen(ld->name));
+		return 1;
+	}
+	if (set->memory && !(ld->cfi && set->cfi_compat)) {
+		ret = mem_keep(set, ld);
+		if (ret == 0)
+			out->image = PG_ELF_LATER;
+		return ret;
+	}
+	return add_placed(set, ld, out);
+}
+
+/* The memory layout given up for this dump (see mem_plan): every place
+ * kept goes through the packed layout instead, in event order. */
+static int mem_fallback(pg_elfset *set)
+{
+	int ret = 0;
+
+	set->memory = false;
+	free(set->ids.slot);
+	memset(&set->ids, 0, sizeof(set->ids));
+	for (size_t i = 0; i < set->nplaces && !ret; i++) {
+		const struct mplace *p = &set->places[i];
+		const struct mrec *r = &set->recs[p->rec];
+		struct pg_code_event ev = {
+			.kind = p->move ? PG_CODE_MOVE : PG_CODE_LOAD, .time = p->time,
+			.pid = p->pid, .tid = p->tid, .id = r->id, .addr = p->addr,
+			.size = r->size, .name = r->name, .code = r->code, .lines = r->lines,
+			.nlines = r->nlines, .inlines = r->inl, .ninlines = r->ninl,
+			.cfi = r->has_cfi ? &r->cfi : NULL,
+		};
+		struct pg_elf_place out;
+
+		if (p->move) {
+			ev.name = NULL;
+			ev.code = NULL;
+			ret = add_move(set, &ev);
+			ret = ret < 0 ? ret : 0;
+		} else {
+			ret = add_placed(set, &ev, &out);
+		}
+	}
+	return ret ? ret : close_pack(set);
+}
+
 int pg_elfset_finish(pg_elfset *set)
 {
 	int ret = close_pack(set);
@@ -1674,6 +1790,8 @@ int pg_elfset_finish(pg_elfset *set)
 	if (!ret && set->memory && !set->planned) {
 		set->planned = true;
 		ret = mem_plan(set);
+		if (ret == 1)
+			ret = mem_fallback(set);
 	}
 	return ret;
 }
