@@ -1645,6 +1645,12 @@ static int add_move(pg_elfset *set, const struct pg_code_event *ev)
 	{
 		struct pg_elf_map old = set->maps[sl->at];
 
+		if (ev->addr + old.len <= ev->addr) {
+			pg_warn(set->diag, "%s: offset %llu: MOVE to 0x%llx runs past the end of the address space; ignored",
+				set->dump_name, (unsigned long long)ev->src_offset,
+				(unsigned long long)ev->addr);
+			return 1;
+		}
 		m = new_map(set);
 		if (!m)
 			return -ENOMEM;
@@ -1739,6 +1745,12 @@ int pg_elfset_add(pg_elfset *set, const struct pg_code_event *ld,
 	if (strlen(ld->name) > NAME_LIMIT) {
 		pg_warn(set->diag, "%s: function at 0x%llx has a name of %zu bytes; not placed",
 			set->dump_name, (unsigned long long)ld->addr, strlen(ld->name));
+		return 1;
+	}
+	/* a map must end inside the address space (perf keeps its end) */
+	if (ld->addr + ld->size + (ld->cfi ? 8 + ld->cfi->mapped_size : 0) <= ld->addr) {
+		pg_warn(set->diag, "%s: function at 0x%llx runs past the end of the address space; not placed",
+			set->dump_name, (unsigned long long)ld->addr);
 		return 1;
 	}
 	if (set->memory && !(ld->cfi && set->cfi_compat)) {
