@@ -85,7 +85,6 @@ struct mplace {
 	uint64_t dead;		/* moved away or unloaded at this time */
 	uint32_t killed;	/* the first later place over it, or NONE */
 	uint32_t region, gen;
-	uint32_t image;
 	bool move;
 };
 
@@ -138,7 +137,6 @@ struct pg_elfset {
 	struct idmap ids;	/* code index -> latest map (own images) or place */
 	struct pg_elf_map *maps;
 	size_t nmaps, maps_cap;
-	uint32_t nregions;
 };
 
 /* What happened to an image's file, beside its public struct. */
@@ -1247,9 +1245,8 @@ static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t ge
 						  .pgoff = tab_addr - base, .image = (uint32_t)im->pub };
 		}
 		for (size_t i = 0; i < nown; i++) {
-			struct mplace *p = &pl[own[i]];
+			const struct mplace *p = &pl[own[i]];
 
-			p->image = (uint32_t)im->pub;
 			if (!(m = new_map(set))) {
 				ret = -ENOMEM;
 				goto out;
@@ -1456,7 +1453,6 @@ static int mem_plan(pg_elfset *set)
 			s = e;
 		}
 	}
-	set->nregions = (uint32_t)nreg;
 out:
 	free(byaddr);
 	free(order);
@@ -1585,7 +1581,7 @@ static int mem_keep(pg_elfset *set, const struct pg_code_event *ld)
 	*p = (struct mplace){ .time = ld->time, .addr = ld->addr,
 			      .len = ld->cfi ? pg_align(ld->size, 8) + ld->cfi->mapped_size : ld->size,
 			      .pid = ld->pid, .tid = ld->tid, .rec = (uint32_t)set->nrecs,
-			      .dead = UINT64_MAX, .killed = NONE, .image = NONE };
+			      .dead = UINT64_MAX, .killed = NONE };
 	if (!id_put(&set->ids, ld->id, (uint32_t)set->nplaces, true)) {
 		free(r->lines);
 		free(r->inl);
@@ -1632,7 +1628,7 @@ static int add_move(pg_elfset *set, const struct pg_code_event *ev)
 		q = &set->places[set->nplaces];
 		*q = (struct mplace){ .time = ev->time, .addr = ev->addr, .len = p->len,
 				      .pid = ev->pid, .tid = ev->tid, .rec = p->rec,
-				      .dead = UINT64_MAX, .killed = NONE, .image = NONE,
+				      .dead = UINT64_MAX, .killed = NONE,
 				      .move = true };
 		if (!id_put(&set->ids, ev->id, (uint32_t)set->nplaces, true))
 			return pg_err(set->diag, -ENOMEM, "out of memory");
