@@ -98,6 +98,11 @@ struct pg_elfset_opts {
 	 * generation, at most as many bytes as all the code placed; only
 	 * DWARF call graphs (user stacks in the samples) need it. */
 	bool carry_live;
+	/* write the DWARF sections uncompressed; by default each is zlib
+	 * compressed (SHF_COMPRESSED, as gcc -gz writes them) where that
+	 * makes it smaller: perf, addr2line, objdump, libdw, readelf and
+	 * llvm-dwarfdump read both */
+	bool plain_debug;
 };
 
 /* Code regions of the memory layout are split where no code lies within

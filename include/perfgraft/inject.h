@@ -51,6 +51,8 @@ struct pg_inject_opts {
 		PG_INJECT_LAYOUT_PACKED,
 		PG_INJECT_LAYOUT_MEMORY,
 	} layout;
+	/* DWARF sections of the images uncompressed (pg_elfset_opts.plain_debug) */
+	bool plain_debug;
 };
 
 /* What pg_inject() did, written when it returns, failed or not: the

@@ -40,6 +40,7 @@ int cli_refuse_same(const char *output, const char *input);	/* -1 with a message
 struct pg_elfset_opts;
 int cli_layout(const char *arg, struct pg_elfset_opts *eo);
 int cli_cfi_layout(const char *arg, bool *perf_5_19);	/* -1 with a message */
+int cli_compress_debug(const char *arg, bool *plain);	/* zlib|none; -1 with a message */
 bool progress_due(double *next);
 
 int cmd_dump(int argc, char **argv);

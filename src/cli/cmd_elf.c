@@ -15,6 +15,7 @@ static void do_help(FILE *f)
 {
 	fprintf(f, "usage: perfgraft elf [-o DIR] [--layout memory|packed|per-function]\n"
 		   "                     [--cfi-layout standard|perf-5.19] [--prefix NAME]\n"
+		   "                     [--compress-debug-sections zlib|none]\n"
 		   "                     [--pack-limit BYTES] [--list] [-q] [-v] JITDUMP\n\n"
 		   "Writes ELF images with the code, symbols, DWARF line tables and unwind\n"
 		   "tables of every function in JITDUMP.\n\n"
@@ -29,6 +30,9 @@ static void do_help(FILE *f)
 		   "  --cfi-layout L      lay out images with CFI for the perf that reads them:\n"
 		   "                      standard (default), or perf-5.19 for perf 5.19..6.7\n"
 		   "                      built with libunwind and without the 2023 fix\n"
+		   "  --compress-debug-sections C\n"
+		   "                      zlib (default): DWARF sections compressed where that\n"
+		   "                      makes them smaller (SHF_COMPRESSED, as gcc -gz); none\n"
 		   "  -l, --list          print where each function landed (tab-separated:\n"
 		   "                      index, code_addr, size, image, pgoff, map_len, name)\n"
 		   "  --maps              print every map of the images as --list does, the kind\n"
@@ -62,7 +66,7 @@ static void list_maps(const pg_elfset *set, bool kinds)
 int cmd_elf(int argc, char **argv)
 {
 	enum { OPT_PER_FUNCTION = 256, OPT_PREFIX, OPT_PACK_LIMIT, OPT_CFI, OPT_UNWIND_519,
-	       OPT_LAYOUT, OPT_MAPS };
+	       OPT_LAYOUT, OPT_MAPS, OPT_COMPRESS };
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "per-function", no_argument, NULL, OPT_PER_FUNCTION },
@@ -71,6 +75,7 @@ int cmd_elf(int argc, char **argv)
 		{ "prefix", required_argument, NULL, OPT_PREFIX },
 		{ "pack-limit", required_argument, NULL, OPT_PACK_LIMIT },
 		{ "cfi-layout", required_argument, NULL, OPT_CFI },
+		{ "compress-debug-sections", required_argument, NULL, OPT_COMPRESS },
 		/* the old spelling, before inject's --cfi-layout was shared */
 		{ "perf-unwind-5.19", no_argument, NULL, OPT_UNWIND_519 },
 		{ "list", no_argument, NULL, 'l' },
@@ -107,6 +112,10 @@ int cmd_elf(int argc, char **argv)
 		case OPT_UNWIND_519: eo.cfi_layout_perf_5_19 = true; break;
 		case OPT_CFI:
 			if (cli_cfi_layout(optarg, &eo.cfi_layout_perf_5_19) < 0)
+				return EXIT_USAGE;
+			break;
+		case OPT_COMPRESS:
+			if (cli_compress_debug(optarg, &eo.plain_debug) < 0)
 				return EXIT_USAGE;
 			break;
 		case OPT_PACK_LIMIT:

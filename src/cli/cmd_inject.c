@@ -12,7 +12,9 @@ static void do_help(FILE *f)
 {
 	fprintf(f, "usage: perfgraft inject [-i perf.data] [-o perf.jit.data] [--jitdump FILE]...\n"
 		   "                        [--jitdump-dir DIR] [--image-dir DIR] [--per-function]\n"
-		   "                        [--cfi-layout standard|perf-5.19] [-q] [-v]\n\n"
+		   "                        [--layout memory|packed|per-function]\n"
+		   "                        [--cfi-layout standard|perf-5.19]\n"
+		   "                        [--compress-debug-sections zlib|none] [-q] [-v]\n\n"
 		   "Writes a copy of the perf.data in which the JIT code of every jitdump the\n"
 		   "recorded processes mapped (jit-PID.dump) is mapped from ELF images, so that\n"
 		   "perf report, annotate and script resolve it.  Record with 'perf record -k mono'.\n\n"
@@ -30,6 +32,9 @@ static void do_help(FILE *f)
 		   "  --cfi-layout L        lay out images with CFI for the perf that reads them:\n"
 		   "                        standard (default), or perf-5.19 for perf 5.19..6.7\n"
 		   "                        built with libunwind and without the 2023 fix\n"
+		   "  --compress-debug-sections C\n"
+		   "                        zlib (default): DWARF sections compressed where that\n"
+		   "                        makes them smaller (SHF_COMPRESSED, as gcc -gz); none\n"
 		   "  -q, --quiet           no summary\n"
 		   "  -v                    print every warning (default: the first 20)\n"
 		   "  -h, --help            this text\n");
@@ -52,7 +57,7 @@ static void found(void *ctx, const char *path, uint32_t pid, const char *how)
 int cmd_inject(int argc, char **argv)
 {
 	enum { OPT_JITDUMP = 256, OPT_JITDUMP_DIR, OPT_IMAGE_DIR, OPT_PER_FUNCTION, OPT_CFI,
-	       OPT_LAYOUT };
+	       OPT_LAYOUT, OPT_COMPRESS };
 	static const struct option opts[] = {
 		{ "input", required_argument, NULL, 'i' },
 		{ "output", required_argument, NULL, 'o' },
@@ -62,6 +67,7 @@ int cmd_inject(int argc, char **argv)
 		{ "per-function", no_argument, NULL, OPT_PER_FUNCTION },
 		{ "layout", required_argument, NULL, OPT_LAYOUT },
 		{ "cfi-layout", required_argument, NULL, OPT_CFI },
+		{ "compress-debug-sections", required_argument, NULL, OPT_COMPRESS },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -109,6 +115,12 @@ int cmd_inject(int argc, char **argv)
 			io.cfi_layout = compat ? PG_CFI_LAYOUT_PERF_5_19 : PG_CFI_LAYOUT_STANDARD;
 			break;
 		}
+		case OPT_COMPRESS:
+			if (cli_compress_debug(optarg, &io.plain_debug) < 0) {
+				free(dumps);
+				return EXIT_USAGE;
+			}
+			break;
 		case 'q': quiet = true; break;
 		case 'v': w.verbose++; break;
 		case 'h': do_help(stdout); free(dumps); return 0;

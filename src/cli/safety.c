@@ -78,6 +78,19 @@ int cli_layout(const char *arg, struct pg_elfset_opts *eo)
 	return -1;
 }
 
+int cli_compress_debug(const char *arg, bool *plain)
+{
+	if (!strcmp(arg, "zlib"))
+		*plain = false;
+	else if (!strcmp(arg, "none"))
+		*plain = true;
+	else {
+		cli_error("--compress-debug-sections takes zlib or none, not '%s'", arg);
+		return -1;
+	}
+	return 0;
+}
+
 int cli_cfi_layout(const char *arg, bool *perf_5_19)
 {
 	if (!strcmp(arg, "standard"))

@@ -259,7 +259,8 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 				     .cfi_layout_perf_5_19 = j->cfi_compat,
 				     .build_id_names = true,
 				     .dir_nofollow = !j->o->image_dir,
-				     .memory_layout = j->o->layout != PG_INJECT_LAYOUT_PACKED };
+				     .memory_layout = j->o->layout != PG_INJECT_LAYOUT_PACKED,
+				     .plain_debug = j->o->plain_debug };
 	const struct pg_code_process *h;
 	struct pg_code_event rec;
 	struct event *evs = NULL;
