@@ -22,7 +22,12 @@ Covered:
     TABLES map at base + the .eh_frame address; LE64, BE64, LE32;
   - sparse files: holes between functions 512 KiB apart take no blocks
     and read back as zeros;
-  - limits: a huge name, code near 2^64, 2,000 LOADs at one address.
+  - limits: a huge name, code near 2^64, 2,000 LOADs at one address;
+  - compressed DWARF: .debug_info and .debug_line SHF_COMPRESSED (zlib,
+    the Chdr in the image's class and byte order) by default, plain with
+    --compress-debug-sections none, the same DWARF either way (Python's
+    zlib, readelf and eu-readelf decode them alike, llvm-dwarfdump
+    --verify, addr2line), other build-ids; LE64, BE64, LE32.
 """
 
 import os
@@ -32,6 +37,7 @@ import struct
 import sys
 import tempfile
 import unittest
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -103,8 +109,8 @@ class Elf:
             else:
                 nm, t, fl, ad, off, sz, ln, inf, al, es = struct.unpack_from(
                     bo + "IIIIIIIIII", d, o)
-            self.shdrs.append(dict(name_off=nm, type=t, addr=ad, offset=off, size=sz,
-                                   link=ln, entsize=es))
+            self.shdrs.append(dict(name_off=nm, type=t, flags=fl, addr=ad, offset=off,
+                                   size=sz, link=ln, entsize=es, align=al))
         strtab = self.shdrs[shstrndx]
         for s in self.shdrs:
             s["name"] = self._str(strtab, s["name_off"])
@@ -168,7 +174,7 @@ class MemoryLayout(unittest.TestCase):
                 self.skipTest("%s not installed" % t)
 
     # -- running ---------------------------------------------------------
-    def convert(self, b, data=None, expect_rc=0):
+    def convert(self, b, data=None, expect_rc=0, extra=()):
         """Writes the dump, runs `perfgraft elf --layout memory -l -o DIR`;
         returns (process, rows, dir)."""
         type(self).n += 1
@@ -178,7 +184,7 @@ class MemoryLayout(unittest.TestCase):
         with open(dump, "wb") as f:
             f.write(b.to_bytes() if data is None else data)
         out = os.path.join(d, "img")
-        p = run([PERFGRAFT, "elf", "--layout", "memory", "--maps", "-o", out, dump])
+        p = run([PERFGRAFT, "elf", "--layout", "memory", "--maps", *extra, "-o", out, dump])
         self.assertEqual(p.returncode, expect_rc, describe(p))
         self.assertNotIn("Sanitizer", p.err, describe(p))
         return p, parse_list(p.out), out
@@ -712,6 +718,75 @@ class MemoryLayout(unittest.TestCase):
         self.assertEqual(self.images(out), ["jitted-4242-pack0.so"])
         self.assertLess(sum(os.path.getsize(os.path.join(out, n)) for n in os.listdir(out)),
                         1 << 20)
+
+    def test_compressed_debug(self):
+        """DWARF sections zlib-compressed where that makes them smaller
+        (the default), plain with --compress-debug-sections none: the same
+        DWARF, decoded alike by every tool; symbols, code and unwind
+        tables never compressed."""
+        self.need("readelf", "eu-readelf", DWARFDUMP)
+        shf_compressed = 0x800
+        for lay in LAYOUTS:
+            with self.subTest(layout=lay[0]):
+                _, bo, mach, arch, code, base = lay
+                b = gen.JitdumpBuilder(bo=bo, elf_mach=mach, arch=arch)
+                for i in range(200):
+                    a = base + 0x40 + i * 0x100
+                    b.debug_info(a, [(a + 4 * k, 10 + k, 0, FILE_A if k % 3 else FILE_B)
+                                     for k in range(24)])
+                    b.load(b"JS:*compress%d" % i, code(0xC0, i), a, i)
+                p, rows, zdir = self.convert(b)
+                self.check_invariants(b, p, rows, zdir)    # addr2line included
+                p2, rows2, pdir = self.convert(b, extra=["--compress-debug-sections", "none"])
+                self.check_invariants(b, p2, rows2, pdir)
+                self.assertEqual(self.images(zdir), self.images(pdir))
+                self.assertEqual(len(self.images(zdir)), 1, p.out)
+                img = self.images(zdir)[0]
+                zpath, ppath = os.path.join(zdir, img), os.path.join(pdir, img)
+                ze, pe = Elf(zpath), Elf(ppath)
+                for name in (".debug_info", ".debug_line"):
+                    zs, ps = ze.section(name), pe.section(name)
+                    self.assertTrue(zs["flags"] & shf_compressed, (name, zs))
+                    self.assertFalse(ps["flags"] & shf_compressed, (name, ps))
+                    self.assertLess(zs["size"], ps["size"] // 2, name)
+                    chdr = ze.bytes_of(name)
+                    if ze.is64:
+                        t, _, size, align = struct.unpack_from(bo + "IIQQ", chdr)
+                        hsz = 24
+                    else:
+                        t, size, align = struct.unpack_from(bo + "III", chdr)
+                        hsz = 12
+                    self.assertEqual((t, size, align), (1, ps["size"], 1), name)
+                    self.assertEqual(zs["offset"] % (hsz // 3), 0, name)
+                    self.assertEqual(zs["align"], hsz // 3, name)
+                    self.assertEqual(zlib.decompress(chdr[hsz:]), pe.bytes_of(name), name)
+                for name in (".text", ".eh_frame", ".eh_frame_hdr", ".symtab", ".strtab",
+                             ".note.gnu.build-id"):
+                    self.assertFalse(ze.section(name)["flags"] & shf_compressed, name)
+                    if name != ".note.gnu.build-id":
+                        self.assertEqual(ze.bytes_of(name), pe.bytes_of(name), name)
+                # another image, another build-id
+                self.assertNotEqual(ze.bytes_of(".note.gnu.build-id"),
+                                    pe.bytes_of(".note.gnu.build-id"))
+                # the tools decode both alike, and say nothing
+                for tool in (["readelf", "--debug-dump=info,decodedline"],
+                             ["eu-readelf", "--debug-dump=info", "--debug-dump=decodedline"]):
+                    zo, po = run(tool + [zpath]), run(tool + [ppath])
+                    self.assertEqual((zo.returncode, zo.err), (0, ""), describe(zo))
+
+                    def norm(text, path):
+                        # eu-readelf names each section's file offset
+                        return re.sub(r"at offset 0x[0-9a-f]+", "at offset X",
+                                      text.replace(path, "IMG"))
+                    self.assertEqual(norm(zo.out, zpath), norm(po.out, ppath), tool)
+                    self.assertIn("JS:*compress199", zo.out, tool)
+                    self.assertIn("a.js", zo.out, tool)
+                v = run([DWARFDUMP, "--verify", zpath])
+                self.assertEqual(v.returncode, 0, describe(v))
+                self.assertIn("No errors.", v.out)
+                for tool in (["readelf", "-a", "-W"], ["eu-readelf", "-a"]):
+                    r = run(tool + [zpath])
+                    self.assertEqual((r.returncode, r.err), (0, ""), describe(r))
 
     def test_absolute_fde_is_not_merged(self):
         """An FDE with an absolute pc_begin would need the image's base:
