@@ -421,14 +421,28 @@ class Node(_Recording):
             return kind
         jit = set(k for k, chain in self.script("ref.data").items()
                   if any(jit_image(d) for _, d in chain))
-        differ = [k for k in ref if mem[k][0] != ref[k][0]]
-        outcomes = [k for k in ref if outcome(mem[k][1]) != outcome(ref[k][1])]
+        def anon_stop(k):
+            # perf inject --jit drops every //anon map of the JIT's
+            # process, perfgraft only the executable ones (its man page):
+            # a garbage pc in a data map ends the walk here with perf's
+            # "not a regular file", where on perf's output it is in no map
+            # and taken as one more frame before libdw gives up
+            (mi, ms), (ri, rs) = mem[k], ref[k]
+            m = re.match(r"module: ([0-9a-f]+) (//anon|\[anon:|/memfd:)", ms)
+            return (m is not None and ri[:len(mi)] == mi and len(ri) == len(mi) + 1 and
+                    ri[-1] == int(m.group(1), 16) and rs.startswith("end: "))
+        anon = [k for k in ref if (mem[k][0] != ref[k][0] or
+                                   outcome(mem[k][1]) != outcome(ref[k][1])) and anon_stop(k)]
+        differ = [k for k in ref if mem[k][0] != ref[k][0] and k not in anon]
+        outcomes = [k for k in ref if outcome(mem[k][1]) != outcome(ref[k][1]) and k not in anon]
         ok = sum(1 for k in jit if ref[k][1] == "ok")
         info("node memory vs perf inject --jit under libdw: %d samples (%d through JIT "
-             "code, %d of those unwound to the end), %d chains differ, %d outcomes differ"
-             % (len(ref), len(jit), ok, len(differ), len(outcomes)))
+             "code, %d of those unwound to the end), %d chains differ, %d outcomes differ "
+             "(and %d stopped at a data map perf inject drops, one garbage frame short)"
+             % (len(ref), len(jit), ok, len(differ), len(outcomes), len(anon)))
         self.assertGreater(len(jit), 100)
         self.assertGreater(ok, len(jit) // 2)
+        self.assertLessEqual(len(anon), len(ref) // 500, [(k, mem[k], ref[k]) for k in anon[:3]])
         self.assertEqual(differ, [], [(k, mem[k], ref[k]) for k in differ[:3]])
         self.assertEqual(outcomes, [], [(k, mem[k][1], ref[k][1]) for k in outcomes[:3]])
 

@@ -392,7 +392,7 @@ class MemoryLayout(unittest.TestCase):
         b.load(b"JS:*stays", gen.x86_64_code(0x18, 8), a + 0x80, 1)
         b.move(0, a, a + 0x1000, len(c0))       # free space: same generation
         b.move(1, a + 0x80, a + 0x1010, 0x18)   # over moved's new copy: next one
-        p, rows, out = self.convert(b)
+        p, rows, out = self.convert(b, extra=["--user-stacks"])
         moves = [r for r in rows if r["kind"] == "MOVE"]
         self.assertEqual([(r["code_index"], r["start"], r["size"]) for r in moves],
                          [(0, a + 0x1000, 0x28), (1, a + 0x1010, 0x18)], p.out)
@@ -410,6 +410,35 @@ class MemoryLayout(unittest.TestCase):
         self.check_invariants(b, p, [r for r in rows if r["kind"] == "LOAD"] +
                               [r for r in rows if r["kind"] != "LOAD"], out)
 
+    def test_move_maps_the_loaded_bytes(self):
+        """Without --user-stacks (frame-pointer call graphs), a MOVE maps
+        the bytes its code has in the image, as perf inject --jit maps its
+        moved function's file: the same symbol for perf, nothing copied,
+        no new generation."""
+        b = gen.JitdumpBuilder()
+        a = BASE + 0x4000
+        c0 = gen.x86_64_code(0x28, 7)
+        b.load(b"JS:*moved", c0, a, 0)
+        b.load(b"JS:*stays", gen.x86_64_code(0x18, 8), a + 0x80, 1)
+        b.move(0, a, a + 0x1000, len(c0))
+        b.move(1, a + 0x80, a + 0x1010, 0x18)   # over moved's new place
+        b.move(0, a + 0x1000, a + 0x9000, len(c0))   # and on
+        p, rows, out = self.convert(b)
+        self.assertEqual(self.images(out), ["jitted-4242-r0-g0.so"])
+        loads = {r["code_index"]: r for r in rows if r["kind"] == "LOAD"}
+        moves = [r for r in rows if r["kind"] == "MOVE"]
+        self.assertEqual([(r["code_index"], r["start"], r["size"]) for r in moves],
+                         [(0, a + 0x1000, 0x28), (1, a + 0x1010, 0x18),
+                          (0, a + 0x9000, 0x28)], p.out)
+        for m in moves:
+            ld = loads[m["code_index"]]
+            self.assertEqual((m["image"], m["pgoff"], m["map_len"], m["name"]),
+                             (ld["image"], ld["pgoff"], ld["map_len"], ld["name"]), p.out)
+        elf = Elf(os.path.join(out, "jitted-4242-r0-g0.so"))
+        self.assertEqual(sorted(elf.funcs()), sorted((f.name, loads[f.code_index]["pgoff"],
+                                                      f.code_size) for f in b.funcs))
+        self.check_invariants(b, p, [r for r in rows if r["kind"] == "LOAD"], out)
+
     def test_move_with_cfi(self):
         """The moved copy keeps its CFI: an FDE at the old place and one at
         the new, both in the image's .eh_frame_hdr."""
@@ -419,7 +448,7 @@ class MemoryLayout(unittest.TestCase):
         b.cfi_unwinding_info(a, 0x40)
         b.load(b"JS:*m", gen.x86_64_code(0x40, 1), a, 0)
         b.move(0, a, a + 0x1000, 0x40)
-        p, rows, out = self.convert(b)
+        p, rows, out = self.convert(b, extra=["--user-stacks"])
         self.assertEqual([r["kind"] for r in rows], ["TABLES", "LOAD", "MOVE"], p.out)
         self.check_invariants(b, p, rows, out)
         path = os.path.join(out, "jitted-4242-r0-g0.so")
@@ -703,9 +732,16 @@ class MemoryLayout(unittest.TestCase):
         b.load(b"JS:*big", gen.x86_64_code(big, 1), x, 0)
         for i in range(200):
             b.move(0, x if i % 2 == 0 else y, y if i % 2 == 0 else x, big)
-        p, rows, out = self.convert(b)
+        # laid out for user stacks, each MOVE would be a copy
+        p, rows, out = self.convert(b, extra=["--user-stacks"])
         self.assertRegex(p.err, r"code moved too often: written in the packed layout")
         self.assertEqual(self.images(out), ["jitted-4242-pack0.so"])
+        self.assertLess(self.du(out), 3 * big)
+        self.assertEqual(len([r for r in rows if r["kind"] == "MOVE"]), 200)
+        # without, a MOVE maps the bytes already there: nothing to give up
+        p, rows, out = self.convert(b)
+        self.assertNotIn("packed layout", p.err)
+        self.assertEqual(self.images(out), ["jitted-4242-r0-g0.so"])
         self.assertLess(self.du(out), 3 * big)
         self.assertEqual(len([r for r in rows if r["kind"] == "MOVE"]), 200)
         # 1,100 tiny functions just under 1 MiB apart: one region wider

@@ -310,6 +310,130 @@ static void test_image_lines(bool be)
 	rm_dir(dir);
 }
 
+static void count_warn(void *ctx, const char *msg)
+{
+	if (strstr(msg, "code moved too often"))
+		++*(int *)ctx;
+	on_warn(NULL, msg);
+}
+
+/* MOVEs in the memory layout.  Without carrying (no user stacks), a MOVE
+ * maps the bytes its code already has in an image, as perf inject --jit
+ * maps its moved function's file: one symbol for perf, and a function
+ * bounced 200 times between two addresses costs nothing.  With carrying
+ * (DWARF call graphs) every map of an image keeps one start - pgoff, so a
+ * MOVE is a copy at its new address, and the bounce falls back to the
+ * packed layout with a warning. */
+static void test_memory_moves(bool carry)
+{
+	static uint8_t code[1 << 20];
+	struct pg_code_process h = { .pid = 4242, .elf_mach = 62, .is_64bit = true,
+				     .timestamp = 1 };
+	int moved_warnings = 0;
+	struct pg_diag d = { .warn = count_warn, .ctx = &moved_warnings };
+	struct pg_elfset_opts o = { .sz = sizeof(o), .memory_layout = true, .carry_live = carry };
+	const uint64_t x = 0x7f0000000000ull, y = x + (256ull << 20), near = x + 0x10000;
+	struct pg_elf_place pl;
+	char dir[] = "/tmp/pg-unit-XXXXXX";
+	const struct pg_elf_map *m;
+	pg_elfset *set;
+	size_t n;
+	uint64_t t = 1;
+
+	if (!mkdtemp(dir)) {
+		CHECK(0, "mkdtemp");
+		return;
+	}
+	for (size_t i = 0; i < sizeof(code); i++)
+		code[i] = (uint8_t)(i * 7 + 1);
+	o.dir = dir;
+	CHECK(pg_elfset_new(&h, "moves.dump", &o, &d, &set) == 0, "elfset: %s", d.err);
+	{
+		struct pg_code_event ld = { .kind = PG_CODE_LOAD, .time = t++, .pid = 4242,
+					    .tid = 4242, .id = 1, .addr = x, .size = 256,
+					    .name = "JS:*small", .code = code };
+		struct pg_code_event big = ld;
+
+		CHECK(pg_elfset_add(set, &ld, &pl) == 0, "load: %s", d.err);
+		big.time = t++;
+		big.id = 2;
+		big.addr = x + 0x100000;
+		big.size = sizeof(code);
+		big.name = "JS:*big";
+		CHECK(pg_elfset_add(set, &big, &pl) == 0, "load big: %s", d.err);
+	}
+	/* small moves nearby once; big bounces between two far addresses */
+	{
+		struct pg_code_event mv = { .kind = PG_CODE_MOVE, .time = t++, .pid = 4242,
+					    .tid = 4242, .id = 1, .addr = near, .old_addr = x,
+					    .size = 256 };
+
+		CHECK(pg_elfset_add(set, &mv, &pl) == 0, "move: %s", d.err);
+	}
+	for (int i = 0; i < 200; i++) {
+		uint64_t from = i % 2 ? y : x + 0x100000, to = i % 2 ? x + 0x100000 : y;
+		struct pg_code_event mv = { .kind = PG_CODE_MOVE, .time = t++, .pid = 4242,
+					    .tid = 4242, .id = 2, .addr = to, .old_addr = from,
+					    .size = sizeof(code) };
+
+		CHECK(pg_elfset_add(set, &mv, &pl) == 0, "bounce: %s", d.err);
+	}
+	CHECK(pg_elfset_finish(set) == 0, "finish: %s", d.err);
+	m = pg_elfset_maps(set, &n);
+	CHECK(n == 203, "%zu maps", n);
+	if (!carry) {
+		const struct pg_elf_map *l1 = NULL, *l2 = NULL;
+		size_t moves = 0;
+
+		CHECK(moved_warnings == 0, "no fallback");
+		CHECK(pg_elfset_count(set) == 1, "one image, %zu", pg_elfset_count(set));
+		for (size_t i = 0; i < n; i++)
+			if (m[i].kind == PG_ELF_MAP_LOAD)
+				*(m[i].id == 1 ? &l1 : &l2) = &m[i];
+		CHECK(l1 && l2 && l2->pgoff - l1->pgoff == 0x100000, "loads laid out like memory");
+		for (size_t i = 0; l1 && l2 && i < n; i++) {
+			const struct pg_elf_map *l = m[i].id == 1 ? l1 : l2;
+
+			if (m[i].kind != PG_ELF_MAP_MOVE)
+				continue;
+			moves++;
+			CHECK(m[i].image == l->image && m[i].pgoff == l->pgoff &&
+			      m[i].len == l->len && !strcmp(m[i].name, l->name),
+			      "MOVE to 0x%llx maps its LOAD's bytes", (unsigned long long)m[i].start);
+		}
+		CHECK(moves == 201, "%zu MOVE maps", moves);
+		CHECK(pg_elfset_image(set, 0)->size < sizeof(code) + (1 << 21),
+		      "the image holds the code once: %llu bytes",
+		      (unsigned long long)pg_elfset_image(set, 0)->size);
+	} else {
+		CHECK(moved_warnings == 1, "the bounce falls back to the packed layout");
+	}
+	pg_elfset_commit(set);
+	pg_elfset_free(set);
+
+	/* with carrying and one move, the copy keeps the image's one bias */
+	if (carry) {
+		struct pg_code_event ld = { .kind = PG_CODE_LOAD, .time = 1, .pid = 4242,
+					    .tid = 4242, .id = 1, .addr = x, .size = 256,
+					    .name = "JS:*small", .code = code };
+		struct pg_code_event mv = { .kind = PG_CODE_MOVE, .time = 2, .pid = 4242,
+					    .tid = 4242, .id = 1, .addr = near, .old_addr = x,
+					    .size = 256 };
+
+		CHECK(pg_elfset_new(&h, "moves2.dump", &o, &d, &set) == 0, "elfset: %s", d.err);
+		CHECK(pg_elfset_add(set, &ld, &pl) == 0 && pg_elfset_add(set, &mv, &pl) == 0,
+		      "add: %s", d.err);
+		CHECK(pg_elfset_finish(set) == 0, "finish: %s", d.err);
+		m = pg_elfset_maps(set, &n);
+		CHECK(n == 2 && m[0].image == m[1].image &&
+		      m[0].start - m[0].pgoff == m[1].start - m[1].pgoff && m[1].pgoff != m[0].pgoff,
+		      "a copy at the new address");
+		pg_elfset_commit(set);
+		pg_elfset_free(set);
+	}
+	rm_dir(dir);
+}
+
 /* The synthesizer in either byte order: a tracepoint SAMPLE and a call
  * chain SAMPLE byte for byte, field offsets, and overflow of a small buffer. */
 static void test_synth(bool be)
@@ -697,6 +821,8 @@ int main(void)
 	test_reader(true);
 	test_image_lines(false);
 	test_image_lines(true);
+	test_memory_moves(false);
+	test_memory_moves(true);
 	for (int i = 0; i < 4; i++)
 		test_code_model(i & 1, i & 2);
 	test_sized();

@@ -15,7 +15,7 @@ static void do_help(FILE *f)
 {
 	fprintf(f, "usage: perfgraft elf [-o DIR] [--layout memory|packed|per-function]\n"
 		   "                     [--cfi-layout standard|perf-5.19] [--prefix NAME]\n"
-		   "                     [--compress-debug-sections zlib|none]\n"
+		   "                     [--compress-debug-sections zlib|none] [--user-stacks]\n"
 		   "                     [--pack-limit BYTES] [--list] [-q] [-v] JITDUMP\n\n"
 		   "Writes ELF images with the code, symbols, DWARF line tables and unwind\n"
 		   "tables of every function in JITDUMP.\n\n"
@@ -33,6 +33,11 @@ static void do_help(FILE *f)
 		   "  --compress-debug-sections C\n"
 		   "                      zlib (default): DWARF sections compressed where that\n"
 		   "                      makes them smaller (SHF_COMPRESSED, as gcc -gz); none\n"
+		   "  --user-stacks       memory layout for samples with user stacks (DWARF call\n"
+		   "                      graphs), as inject lays it out for them: a MOVE copies\n"
+		   "                      its code to the new address and live code is carried\n"
+		   "                      into newer generations (CARRY maps), so every map of an\n"
+		   "                      image has one start - pgoff\n"
 		   "  -l, --list          print where each function landed (tab-separated:\n"
 		   "                      index, code_addr, size, image, pgoff, map_len, name)\n"
 		   "  --maps              print every map of the images as --list does, the kind\n"
@@ -66,7 +71,7 @@ static void list_maps(const pg_elfset *set, bool kinds)
 int cmd_elf(int argc, char **argv)
 {
 	enum { OPT_PER_FUNCTION = 256, OPT_PREFIX, OPT_PACK_LIMIT, OPT_CFI, OPT_UNWIND_519,
-	       OPT_LAYOUT, OPT_MAPS, OPT_COMPRESS };
+	       OPT_LAYOUT, OPT_MAPS, OPT_COMPRESS, OPT_USER_STACKS };
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "per-function", no_argument, NULL, OPT_PER_FUNCTION },
@@ -76,6 +81,7 @@ int cmd_elf(int argc, char **argv)
 		{ "pack-limit", required_argument, NULL, OPT_PACK_LIMIT },
 		{ "cfi-layout", required_argument, NULL, OPT_CFI },
 		{ "compress-debug-sections", required_argument, NULL, OPT_COMPRESS },
+		{ "user-stacks", no_argument, NULL, OPT_USER_STACKS },
 		/* the old spelling, before inject's --cfi-layout was shared */
 		{ "perf-unwind-5.19", no_argument, NULL, OPT_UNWIND_519 },
 		{ "list", no_argument, NULL, 'l' },
@@ -118,6 +124,7 @@ int cmd_elf(int argc, char **argv)
 			if (cli_compress_debug(optarg, &eo.plain_debug) < 0)
 				return EXIT_USAGE;
 			break;
+		case OPT_USER_STACKS: eo.carry_live = true; break;
 		case OPT_PACK_LIMIT:
 			errno = 0;
 			eo.pack_limit = strtoull(optarg, &end, 0);

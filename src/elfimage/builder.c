@@ -87,6 +87,13 @@ struct mplace {
 	uint32_t killed;	/* the first later place over it, or NONE */
 	uint32_t region, gen;
 	bool move;
+	/* a MOVE without carrying (no DWARF call graphs): no copy, its map
+	 * points at the bytes of place src, as perf inject maps its moved
+	 * function's file, so perf sees the one symbol it had */
+	bool remap;
+	uint32_t src;
+	uint32_t img;		/* placed: its image (pub index), at pgoff */
+	uint64_t pgoff;
 };
 
 #define NONE UINT32_MAX
@@ -1282,6 +1289,10 @@ static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t ge
 	ret = write_image(set, im);
 	if (ret)
 		goto out;
+	for (size_t i = 0; i < nown; i++) {
+		pl[own[i]].img = (uint32_t)im->pub;
+		pl[own[i]].pgoff = pl[own[i]].addr - base;
+	}
 	/* its maps: the carried code and the tables when the generation
 	 * starts, then each place of its own */
 	{
@@ -1348,7 +1359,7 @@ out:
 static int mem_plan(pg_elfset *set)
 {
 	struct mplace *pl = set->places;
-	size_t n = set->nplaces, nreg = 0, ngens = 0;
+	size_t n = set->nplaces, nreg = 0, ngens = 0, nb = 0;
 	uint32_t *byaddr = NULL, *order = NULL, *carry = NULL, *live = NULL, *nlive = NULL;
 	struct region *rg = NULL;
 	uint64_t code = 0, moved = 0, meta = 0, spread = 0, carried = 0;
@@ -1371,7 +1382,9 @@ static int mem_plan(pg_elfset *set)
 	for (size_t i = 0; i < n; i++) {
 		const struct mrec *r = &set->recs[pl[i].rec];
 
-		byaddr[i] = (uint32_t)i;
+		if (pl[i].remap)
+			continue;	/* no bytes of its own */
+		byaddr[nb++] = (uint32_t)i;
 		if (pl[i].move)
 			moved += r->size;
 		else
@@ -1381,9 +1394,9 @@ static int mem_plan(pg_elfset *set)
 		for (size_t k = 0; k < r->ninl; k++)
 			meta += 16 + 32ull * r->inl[k].nframes;
 	}
-	qsort_r(byaddr, n, sizeof(*byaddr), cmp_addr, pl);
+	qsort_r(byaddr, nb, sizeof(*byaddr), cmp_addr, pl);
 	/* regions: split where no code lies within PG_ELF_REGION_GAP */
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < nb; i++) {
 		struct mplace *p = &pl[byaddr[i]];
 		uint64_t end = p->addr + p->len;
 
@@ -1412,7 +1425,8 @@ static int mem_plan(pg_elfset *set)
 		for (size_t i = 0; i < n; i++) {
 			struct region *g = &rg[pl[i].region];
 
-			g->order[g->n++] = (uint32_t)i;
+			if (!pl[i].remap)
+				g->order[g->n++] = (uint32_t)i;
 		}
 	}
 	/* generations: a place over one of its generation starts the next;
@@ -1520,6 +1534,23 @@ static int mem_plan(pg_elfset *set)
 			}
 			s = e;
 		}
+	}
+	/* the MOVEs that map their source's bytes where they are */
+	for (size_t i = 0; i < n && !ret; i++) {
+		const struct mplace *p = &pl[i], *q = &pl[p->src];
+		const struct mrec *r = &set->recs[p->rec];
+		struct pg_elf_map *m;
+
+		if (!p->remap)
+			continue;
+		if (!(m = new_map(set))) {
+			ret = -ENOMEM;
+			break;
+		}
+		*m = (struct pg_elf_map){ .kind = PG_ELF_MAP_MOVE, .time = p->time, .pid = p->pid,
+					  .tid = p->tid, .id = r->id, .start = p->addr, .len = p->len,
+					  .pgoff = q->pgoff, .image = q->img, .size = r->size,
+					  .name = r->name };
 	}
 out:
 	free(byaddr);
@@ -1697,7 +1728,8 @@ static int add_move(pg_elfset *set, const struct pg_code_event *ev)
 		*q = (struct mplace){ .time = ev->time, .addr = ev->addr, .len = p->len,
 				      .pid = ev->pid, .tid = ev->tid, .rec = p->rec,
 				      .dead = UINT64_MAX, .killed = NONE,
-				      .move = true };
+				      .move = true, .remap = !set->carry_live,
+				      .src = p->remap ? p->src : sl->at };
 		if (!id_put(&set->ids, ev->id, (uint32_t)set->nplaces, true))
 			return pg_err(set->diag, -ENOMEM, "out of memory");
 		set->nplaces++;
