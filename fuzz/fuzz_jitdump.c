@@ -226,6 +226,9 @@ static void build_images(const uint8_t *data, size_t size)
 	opts.memory_layout = size > 1 && (data[size - 2] & 3) == 1;
 	opts.carry_live = size > 1 && (data[size - 2] & 4);
 
+	uint64_t seen_addr[64], seen_time[64];
+	size_t nseen = 0;
+
 	if (pg_elfset_new(pg_code_process(src), "fuzz", &opts, &diag, &set) < 0) {
 		pg_code_close(src);
 		return;
@@ -255,6 +258,10 @@ static void build_images(const uint8_t *data, size_t size)
 				sink += touch_str(c->frames[k].func) + touch_str(c->frames[k].file) +
 					c->frames[k].line;
 		}
+		if (nseen < 64) {	/* the first LOADs: frames to note */
+			seen_addr[nseen] = ev.addr + ev.size / 2;
+			seen_time[nseen++] = ev.time;
+		}
 		memset(&place, 0, sizeof(place));
 		rc = pg_elfset_add(set, &ev, &place);
 		if (rc < 0)
@@ -271,6 +278,18 @@ static void build_images(const uint8_t *data, size_t size)
 			if (!im)
 				abort();
 			sink += place.pgoff + place.map_len + im->nfuncs;
+		}
+	}
+	/* with carrying, sometimes only noted frames: the middle of the
+	 * first LOADs and the input's own words, at times around the LOADs' */
+	if (opts.memory_layout && opts.carry_live && (data[size - 2] & 8)) {
+		for (size_t i = 0; i < nseen; i++) {
+			uint64_t w[2] = { seen_addr[i], 0 };
+
+			if (i * 8 + 8 <= size)
+				memcpy(&w[1], data + i * 8, 8);
+			if (pg_elfset_note_frames(set, seen_time[i] + (data[i % size] & 15), w, 2) < 0)
+				break;
 		}
 	}
 	if (pg_elfset_finish(set) == 0) {

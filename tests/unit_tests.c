@@ -434,6 +434,73 @@ static void test_memory_moves(bool carry)
 	rm_dir(dir);
 }
 
+/* Carrying live code into a newer generation (carry_live): all of it,
+ * or with noted frames only the code a stack held during that generation.
+ * F lives throughout; G's LOAD over H at t=10 starts generation 1.
+ * note: -1 no noting; 0 noting, nothing noted; else the time F is noted.
+ * Returns the CARRY maps made, or -1. */
+static int carried_maps(int64_t note)
+{
+	static const uint8_t code[256] = { 0x90 };
+	struct pg_code_process h = { .pid = 4242, .elf_mach = 62, .is_64bit = true,
+				     .timestamp = 1 };
+	struct pg_diag d = { .warn = on_warn };
+	struct pg_elfset_opts o = { .sz = sizeof(o), .memory_layout = true, .carry_live = true };
+	const uint64_t x = 0x7f0000000000ull;
+	const struct { uint64_t id, addr, time; const char *name; } ld[] = {
+		{ 1, x, 1, "JS:*F" }, { 2, x + 0x1000, 2, "JS:*H" }, { 3, x + 0x1000, 10, "JS:*G" },
+	};
+	char dir[] = "/tmp/pg-unit-XXXXXX";
+	struct pg_elf_place pl;
+	const struct pg_elf_map *m;
+	pg_elfset *set;
+	size_t n;
+	int carried = 0;
+
+	if (!mkdtemp(dir))
+		return -1;
+	o.dir = dir;
+	if (pg_elfset_new(&h, "carry.dump", &o, &d, &set)) {
+		rm_dir(dir);
+		return -1;
+	}
+	for (size_t i = 0; i < 3; i++) {
+		struct pg_code_event ev = { .kind = PG_CODE_LOAD, .time = ld[i].time, .pid = 4242,
+					    .tid = 4242, .id = ld[i].id, .addr = ld[i].addr,
+					    .size = sizeof(code), .name = ld[i].name, .code = code };
+
+		CHECK(pg_elfset_add(set, &ev, &pl) == 0, "add: %s", d.err);
+	}
+	if (note >= 0) {
+		uint64_t words[3] = { 0x1234, x + 8, x + 0x1000 + 8 };	/* data, F, G */
+
+		CHECK(pg_elfset_note_frames(set, 0, NULL, 0) == 0, "noting");
+		if (note > 0)
+			CHECK(pg_elfset_note_frames(set, (uint64_t)note, words, 3) == 0, "note");
+	}
+	CHECK(pg_elfset_finish(set) == 0, "finish: %s", d.err);
+	CHECK(pg_elfset_note_frames(set, 12, NULL, 0) == -EINVAL, "no notes after finish");
+	m = pg_elfset_maps(set, &n);
+	for (size_t i = 0; i < n; i++)
+		if (m[i].kind == PG_ELF_MAP_CARRY) {
+			carried++;
+			CHECK(m[i].id == 1 && m[i].start == x && m[i].time == 10, "F carried at t=10");
+		}
+	CHECK(pg_elfset_count(set) == 2, "two generations: %zu images", pg_elfset_count(set));
+	pg_elfset_commit(set);
+	pg_elfset_free(set);
+	rm_dir(dir);
+	return carried;
+}
+
+static void test_noted_carry(void)
+{
+	CHECK(carried_maps(-1) == 1, "without noting, all live code is carried");
+	CHECK(carried_maps(0) == 0, "noting, no stack held F: not carried");
+	CHECK(carried_maps(12) == 1, "F on a stack in generation 1: carried");
+	CHECK(carried_maps(5) == 0, "F on a stack only before generation 1: not carried");
+}
+
 /* The synthesizer in either byte order: a tracepoint SAMPLE and a call
  * chain SAMPLE byte for byte, field offsets, and overflow of a small buffer. */
 static void test_synth(bool be)
@@ -823,6 +890,7 @@ int main(void)
 	test_image_lines(true);
 	test_memory_moves(false);
 	test_memory_moves(true);
+	test_noted_carry();
 	for (int i = 0; i < 4; i++)
 		test_code_model(i & 1, i & 2);
 	test_sized();

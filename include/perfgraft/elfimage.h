@@ -185,6 +185,15 @@ int pg_elfset_add(pg_elfset *set, const struct pg_code_event *load,
  * pg_elfset_add() starts a new packed image; in the memory layout it is
  * -EINVAL. */
 int pg_elfset_finish(pg_elfset *set);
+/* Memory layout with carry_live: notes that a stack at time (the
+ * producer's clock) may hold frames at addrs (return addresses, the
+ * sample's ip and registers, or any stack word: what is no code is
+ * ignored).  The first call, even with n == 0, makes pg_elfset_finish()
+ * carry into a newer generation only the live code noted during that
+ * generation, instead of all of it: the code a stack of that time can
+ * reach.  Call between the last pg_elfset_add() and pg_elfset_finish().
+ * Returns 0, -ENOMEM, or -EINVAL after pg_elfset_finish(). */
+int pg_elfset_note_frames(pg_elfset *set, uint64_t time, const uint64_t *addrs, size_t n);
 /* Every map of the images written so far, in the order of the events
  * that made them (a generation's CARRY and TABLES maps come before the
  * LOAD that starts it, with its time): what an injector turns into MMAP2

@@ -94,6 +94,9 @@ struct mplace {
 	uint32_t src;
 	uint32_t img;		/* placed: its image (pub index), at pgoff */
 	uint64_t pgoff;
+	/* noted on a stack (pg_elfset_note_frames) from ref_lo to ref_hi;
+	 * ref_lo > ref_hi: never */
+	uint64_t ref_lo, ref_hi;
 };
 
 #define NONE UINT32_MAX
@@ -144,6 +147,13 @@ struct pg_elfset {
 	struct mplace *places;	/* memory layout: code at an address from a time on */
 	size_t nplaces, places_cap;
 	struct idmap ids;	/* code index -> latest map (own images) or place */
+	bool noting;		/* carry only code noted on a stack */
+	uint32_t *byaddr;	/* noting: places by address, their addresses, */
+	uint64_t *addrs;	/* and the highest end among each one and */
+	uint64_t *maxend;	/* those before it */
+	size_t nbyaddr;		/* places indexed (stale when < nplaces) */
+	uint64_t *spans;	/* [lo, hi) pairs: where any code is */
+	size_t nspans;
 	struct pg_elf_map *maps;
 	size_t nmaps, maps_cap;
 };
@@ -1496,17 +1506,25 @@ static int mem_plan(pg_elfset *set)
 		for (size_t s = 0; s < g->n && !ret;) {
 			size_t e = s, nc = 0, nn = 0;
 			uint32_t k = pl[g->order[s]].gen;
-			uint64_t t0 = pl[g->order[s]].time;
+			uint64_t t0 = pl[g->order[s]].time, t1;
 
 			while (e < g->n && pl[g->order[e]].gen == k)
 				e++;
+			t1 = e < g->n ? pl[g->order[e]].time : UINT64_MAX;
 			for (size_t i = 0; i < nl && carry_live; i++) {
 				struct mplace *q = &pl[live[i]];
 				uint64_t sz = set->recs[q->rec].size;
 				bool covered = q->killed != NONE && pl[q->killed].gen == k;
+				/* noted frames: only code some stack held then */
+				bool wanted = !set->noting || (q->ref_lo <= q->ref_hi &&
+							       q->ref_hi >= t0 && q->ref_lo < t1);
 
 				if (q->dead <= t0)
 					continue;	/* gone for good */
+				if (!covered && !wanted) {
+					nlive[nn++] = live[i];
+					continue;
+				}
 				if (!covered && carried + sz <= code) {
 					carry[nc++] = live[i];
 					carried += sz;
@@ -1680,7 +1698,7 @@ static int mem_keep(pg_elfset *set, const struct pg_code_event *ld)
 	*p = (struct mplace){ .time = ld->time, .addr = ld->addr,
 			      .len = ld->cfi ? pg_align(ld->size, 8) + ld->cfi->mapped_size : ld->size,
 			      .pid = ld->pid, .tid = ld->tid, .rec = (uint32_t)set->nrecs,
-			      .dead = UINT64_MAX, .killed = NONE };
+			      .dead = UINT64_MAX, .killed = NONE, .ref_lo = UINT64_MAX };
 	if (!id_put(&set->ids, ld->id, (uint32_t)set->nplaces, true)) {
 		free(r->lines);
 		free(r->inl);
@@ -1729,7 +1747,8 @@ static int add_move(pg_elfset *set, const struct pg_code_event *ev)
 				      .pid = ev->pid, .tid = ev->tid, .rec = p->rec,
 				      .dead = UINT64_MAX, .killed = NONE,
 				      .move = true, .remap = !set->carry_live,
-				      .src = p->remap ? p->src : sl->at };
+				      .src = p->remap ? p->src : sl->at,
+				      .ref_lo = UINT64_MAX };
 		if (!id_put(&set->ids, ev->id, (uint32_t)set->nplaces, true))
 			return pg_err(set->diag, -ENOMEM, "out of memory");
 		set->nplaces++;
@@ -1891,6 +1910,123 @@ static int mem_fallback(pg_elfset *set)
 	return ret ? ret : close_pack(set);
 }
 
+#define NOTE_WALK 64
+
+static int cmp_place_addr(const void *a, const void *b, void *arg)
+{
+	const struct mplace *pl = arg;
+	uint64_t x = pl[*(const uint32_t *)a].addr, y = pl[*(const uint32_t *)b].addr;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The places by address with a running maximum of their ends, so that
+ * every place holding an address is found by one binary search and a
+ * walk back while the maximum still reaches it. */
+static int index_places(pg_elfset *set)
+{
+	size_t n = set->nplaces;
+	uint64_t hi = 0;
+
+	free(set->byaddr);
+	free(set->addrs);
+	free(set->maxend);
+	free(set->spans);
+	set->byaddr = malloc((n ? n : 1) * sizeof(*set->byaddr));
+	set->addrs = malloc((n ? n : 1) * sizeof(*set->addrs));
+	set->maxend = malloc((n ? n : 1) * sizeof(*set->maxend));
+	set->spans = malloc((n ? n : 1) * 2 * sizeof(*set->spans));
+	set->nbyaddr = set->nspans = 0;
+	if (!set->byaddr || !set->addrs || !set->maxend || !set->spans)
+		return pg_err(set->diag, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		set->byaddr[i] = (uint32_t)i;
+	qsort_r(set->byaddr, n, sizeof(*set->byaddr), cmp_place_addr, set->places);
+	for (size_t i = 0; i < n; i++) {
+		const struct mplace *p = &set->places[set->byaddr[i]];
+
+		/* spans: most stack words are data, far from any code */
+		if (!set->nspans || p->addr - hi >= PG_ELF_REGION_GAP) {
+			set->spans[2 * set->nspans] = p->addr;
+			set->nspans++;
+		}
+		if (p->addr + p->len > hi)
+			hi = p->addr + p->len;
+		set->spans[2 * set->nspans - 1] = hi;
+		set->addrs[i] = p->addr;
+		set->maxend[i] = hi;
+	}
+	set->nbyaddr = n;
+	return 0;
+}
+
+int pg_elfset_note_frames(pg_elfset *set, uint64_t time, const uint64_t *addrs, size_t n)
+{
+	struct mplace *pl = set->places;
+	size_t m;
+
+	if (set->planned)
+		return pg_err(set->diag, -EINVAL, "%s: frames noted after the images were written",
+			      set->dump_name);
+	set->noting = true;
+	if (!n || !set->memory)
+		return 0;
+	if (set->nbyaddr != set->nplaces) {
+		int ret = index_places(set);
+
+		if (ret)
+			return ret;
+	}
+	m = set->nbyaddr;
+	if (!m)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t a = addrs[i];
+		size_t lo = 0, hi = set->nspans;
+
+		/* the last span starting at or below a: does it hold a? */
+		if (a < set->spans[0])
+			continue;
+		while (hi - lo > 1) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (set->spans[2 * mid] <= a)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		if (a >= set->spans[2 * lo + 1])
+			continue;
+		/* the last place starting at or below a */
+		lo = 0;
+		hi = m;
+		while (hi - lo > 1) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (set->addrs[mid] <= a)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		/* places below that still reach a: earlier generations of
+		 * the same addresses; a bounded walk (a hostile dump can nest
+		 * any number of places in one) */
+		for (size_t k = lo + 1, steps = 0; k-- > 0 && set->maxend[k] > a &&
+		     steps < NOTE_WALK; steps++) {
+			struct mplace *p = &pl[set->byaddr[k]];
+
+			/* code there at that time (a MOVE's copy too) */
+			if (a < p->addr + p->len && p->time <= time && time < p->dead) {
+				if (time < p->ref_lo)
+					p->ref_lo = time;
+				if (time > p->ref_hi)
+					p->ref_hi = time;
+			}
+		}
+	}
+	return 0;
+}
+
 int pg_elfset_finish(pg_elfset *set)
 {
 	int ret = close_pack(set);
@@ -1986,6 +2122,10 @@ void pg_elfset_free(pg_elfset *set)
 	}
 	free(set->recs);
 	free(set->places);
+	free(set->byaddr);
+	free(set->addrs);
+	free(set->maxend);
+	free(set->spans);
 	free(set->ids.slot);
 	free(set->maps);
 	for (size_t i = 0; i < set->nimages; i++)

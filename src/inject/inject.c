@@ -23,6 +23,9 @@
 #include "util/util.h"
 
 #define CLOCK_MONOTONIC_ID 1
+#define PERF_SAMPLE_READ_BIT (1u << 4)
+#define PERF_SAMPLE_BRANCH_STACK_BIT (1u << 11)
+#define PERF_SAMPLE_REGS_USER_BIT (1u << 12)
 #define PERF_SAMPLE_STACK_USER_BIT (1u << 13)
 #define PROT_RX 5
 #define MAP_PRIVATE_FLAG 2
@@ -74,6 +77,20 @@ struct inj {
 	bool pipe_out;		/* images are committed as each dump is read */
 	pg_elfset **sets;	/* every dump's images, until the output commits */
 	size_t nsets, sets_cap;
+	/* DWARF call graphs, file mode: dumps read before the prescan has
+	 * seen the samples; their stacks are noted, then the images written */
+	bool defer;
+	struct deferred *later;
+	size_t nlater, later_cap;
+	uint64_t *words;	/* one sample's, for note_sample */
+	size_t words_cap;
+};
+
+struct deferred {
+	pg_elfset *set;
+	pg_code_source *src;	/* the set borrows its bytes until finish */
+	uint32_t pid, mmap_pid;	/* the dump's, and that of its recorded mmap */
+	bool is_64bit;
 };
 
 /* ---- the event heap, ordered by (time, seq) ---- */
@@ -247,6 +264,40 @@ static int queue_maps(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool ar
 	return 0;
 }
 
+/* Writes a dump's images and queues its MMAP2 records.  The set is j's
+ * from here on, whatever happens (a failed run discards j's sets). */
+static int finish_dump(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool arch,
+		       struct pg_diag *dd)
+{
+	uint32_t base_img = (uint32_t)j->nimgs;
+	struct event *evs = NULL;
+	size_t nevs = 0;
+	int ret;
+
+	if (!pg_grow((void **)&j->sets, &j->sets_cap, j->nsets + 1, sizeof(*j->sets))) {
+		pg_elfset_discard(set);
+		pg_elfset_free(set);
+		return pg_err(dd, -ENOMEM, "out of memory");
+	}
+	j->sets[j->nsets++] = set;
+	ret = pg_elfset_finish(set);
+	if (!ret)
+		ret = queue_maps(j, set, pi, arch, &evs, &nevs);
+	/* a pipe's reader may open an image as soon as its MMAP2 arrives */
+	if (!ret && j->pipe_out)
+		ret = pg_elfset_commit(set);
+	for (size_t i = 0; !ret && i < pg_elfset_count(set); i++)
+		ret = add_image(j, pg_elfset_image(set, i));
+	for (size_t i = 0; !ret && i < nevs; i++) {
+		evs[i].img += base_img;
+		ret = heap_push(j, &evs[i]);
+	}
+	free(evs);
+	if (!ret)
+		j->st->dumps++;
+	return ret;
+}
+
 /* Reads one dump: writes its images and queues its MMAP2 records.  A
  * dump that cannot be used (damaged, wrong clock) is a warning and the
  * rest goes on; an image that cannot be written (a full disk) fails the
@@ -263,8 +314,6 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 				     .plain_debug = j->o->plain_debug };
 	const struct pg_code_process *h;
 	struct pg_code_event rec;
-	struct event *evs = NULL;
-	size_t nevs = 0;
 	pg_code_source *src = NULL;
 	pg_elfset *set = NULL;
 	struct pidinfo *pi;
@@ -330,28 +379,24 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 		fatal = false;
 		goto fail;
 	}
-	ret = pg_elfset_finish(set);
-	if (!ret)
-		ret = queue_maps(j, set, pi, arch, &evs, &nevs);
-	/* a pipe's reader may open an image as soon as its MMAP2 arrives */
-	if (!ret && j->pipe_out)
-		ret = pg_elfset_commit(set);
-	if (ret < 0)
-		goto fail;
-	for (size_t i = 0; i < pg_elfset_count(set); i++) {
-		ret = add_image(j, pg_elfset_image(set, i));
+	if (j->defer && eo.carry_live && !arch && eo.memory_layout && !eo.per_function) {
+		/* carry only the code the samples' stacks reach (note_sample) */
+		if (!pg_grow((void **)&j->later, &j->later_cap, j->nlater + 1, sizeof(*j->later))) {
+			ret = pg_err(&dd, -ENOMEM, "out of memory");
+			goto fail;
+		}
+		ret = pg_elfset_note_frames(set, 0, NULL, 0);
 		if (ret)
 			goto fail;
+		j->later[j->nlater++] = (struct deferred){ .set = set, .src = src, .pid = h->pid,
+							   .mmap_pid = want_pid ? want_pid : h->pid,
+							   .is_64bit = h->is_64bit };
+		return 0;
 	}
-	j->sets[j->nsets++] = set;
+	ret = finish_dump(j, set, pi, arch, &dd);
 	set = NULL;
-	for (size_t i = 0; i < nevs; i++) {
-		evs[i].img += base_img;
-		ret = heap_push(j, &evs[i]);
-		if (ret)
-			goto out;
-	}
-	j->st->dumps++;
+	if (ret < 0)
+		goto fail;
 	goto out;
 
 fail:
@@ -368,7 +413,6 @@ fail:
 	pg_warn(j->diag, "%s; this dump is not injected", dd.err);
 	ret = 0;
 out:
-	free(evs);
 	pg_elfset_free(set);
 	pg_code_close(src);
 	return ret;
@@ -472,6 +516,177 @@ static bool anon_exec(const struct pg_pd_mmap *mm)
 			    !strncmp(mm->filename, "/memfd:", 7));
 }
 
+/* ---- the stacks of DWARF call graphs ---- */
+
+/* The words of a sample that may be user frames: its ip and call chain,
+ * its user registers and every word of its user stack copy (8 or 4 bytes
+ * as the process's).  A sample shorter than its attr says gives what it
+ * has.  Returns the count in j->words, or -ENOMEM. */
+static long sample_words(struct inj *j, const struct pg_pd_rec *r, bool is64)
+{
+	const struct pg_pd_attr *a;
+	const uint8_t *p = r->data + 8, *end = r->data + r->size;
+	uint64_t st, rf = 0, bst = 0, regs = 0, nr;
+	size_t n = 0;
+
+#define NEED(k) do { if ((uint64_t)(end - p) < (uint64_t)(k)) return (long)n; } while (0)
+#define WORD(v) do { \
+		if (n == j->words_cap && !pg_grow((void **)&j->words, &j->words_cap, n + 1, 8)) \
+			return -ENOMEM; \
+		j->words[n++] = (v); \
+	} while (0)
+	if (r->attr < 0 || (size_t)r->attr >= pg_perfdata_nattrs(j->pd))
+		return 0;
+	a = pg_perfdata_attr(j->pd, (size_t)r->attr);
+	st = a->sample_type;
+	if (a->raw_size >= 40)
+		rf = pg_pd_u64(j->pd, a->raw + 32);
+	if (a->raw_size >= 80)
+		bst = pg_pd_u64(j->pd, a->raw + 72);
+	if (a->raw_size >= 88)
+		regs = pg_pd_u64(j->pd, a->raw + 80);
+	if (st & PG_SAMPLE_IDENTIFIER) {
+		NEED(8);
+		p += 8;
+	}
+	if (st & PG_SAMPLE_IP) {
+		NEED(8);
+		WORD(pg_pd_u64(j->pd, p));
+		p += 8;
+	}
+	/* tid, time, addr, id, stream_id, cpu, period */
+	p += 8 * (!!(st & PG_SAMPLE_TID) + !!(st & PG_SAMPLE_TIME) + !!(st & PG_SAMPLE_ADDR) +
+		  !!(st & PG_SAMPLE_ID) + !!(st & PG_SAMPLE_STREAM_ID) +
+		  !!(st & PG_SAMPLE_CPU) + !!(st & PG_SAMPLE_PERIOD));
+	if (p > end)
+		return (long)n;
+	if (st & PERF_SAMPLE_READ_BIT) {
+		unsigned per = 1 + !!(rf & 4) + !!(rf & 16);	/* value, id, lost */
+		unsigned times = !!(rf & 1) + !!(rf & 2);
+
+		if (rf & 8) {	/* a group: nr, times, then nr values */
+			NEED(8);
+			nr = pg_pd_u64(j->pd, p);
+			if (nr > (uint64_t)(end - p) / 8)
+				return (long)n;
+			NEED(8 * (1 + times + nr * per));
+			p += 8 * (1 + times + nr * per);
+		} else {
+			NEED(8 * (per + times));
+			p += 8 * (per + times);
+		}
+	}
+	if (st & PG_SAMPLE_CALLCHAIN) {
+		NEED(8);
+		nr = pg_pd_u64(j->pd, p);
+		p += 8;
+		if (nr > (uint64_t)(end - p) / 8)
+			return (long)n;
+		for (uint64_t i = 0; i < nr; i++, p += 8)
+			WORD(pg_pd_u64(j->pd, p));
+	}
+	if (st & PG_SAMPLE_RAW) {
+		NEED(4);
+		nr = pg_pd_u32(j->pd, p);
+		NEED(4 + nr);
+		p += 4 + nr;
+	}
+	if (st & PERF_SAMPLE_BRANCH_STACK_BIT) {
+		NEED(8);
+		nr = pg_pd_u64(j->pd, p);
+		p += 8;
+		if (bst & (1u << 17))	/* PERF_SAMPLE_BRANCH_HW_INDEX */
+			p += 8;
+		if (nr > (uint64_t)(end - p) / 32)
+			return (long)n;
+		p += 24 * nr;
+		if (bst & (1u << 19))	/* PERF_SAMPLE_BRANCH_COUNTERS */
+			p += 8 * nr;
+		if (p > end)
+			return (long)n;
+	}
+	if (st & PERF_SAMPLE_REGS_USER_BIT) {
+		NEED(8);
+		if (pg_pd_u64(j->pd, p)) {	/* abi: none when 0 */
+			unsigned k = (unsigned)__builtin_popcountll(regs);
+
+			NEED(8 + 8ull * k);
+			for (unsigned i = 0; i < k; i++)
+				WORD(pg_pd_u64(j->pd, p + 8 + 8 * i));
+			p += 8ull * k;
+		}
+		p += 8;
+	}
+	if (st & PERF_SAMPLE_STACK_USER_BIT) {
+		uint64_t size, dyn;
+
+		NEED(8);
+		size = pg_pd_u64(j->pd, p);
+		p += 8;
+		if (!size)
+			return (long)n;
+		NEED(size + 8);
+		dyn = pg_pd_u64(j->pd, p + size);
+		if (dyn < size)
+			size = dyn;	/* the part the kernel copied */
+		for (uint64_t o = 0; o + (is64 ? 8 : 4) <= size; o += is64 ? 8 : 4)
+			WORD(is64 ? pg_pd_u64(j->pd, p + o) : pg_pd_u32(j->pd, p + o));
+	}
+#undef NEED
+#undef WORD
+	return (long)n;
+}
+
+/* A sample of a process whose dump waits: what its stack may hold is
+ * noted, so that its images carry only the code stacks reach. */
+static int note_sample(struct inj *j, const struct pg_pd_rec *r)
+{
+	for (size_t i = 0; i < j->nlater; i++) {
+		struct deferred *d = &j->later[i];
+		long n;
+		int ret;
+
+		if (!d->set || (r->pid != d->pid && r->pid != d->mmap_pid))
+			continue;
+		n = sample_words(j, r, d->is_64bit);
+		if (n < 0)
+			return pg_err(j->diag, -ENOMEM, "out of memory");
+		ret = pg_elfset_note_frames(d->set, r->time, j->words, (size_t)n);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* The dumps that waited for the samples: their images, in the order the
+ * dumps were read. */
+static int finish_later(struct inj *j)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < j->nlater; i++) {
+		struct deferred *d = &j->later[i];
+		struct pg_diag dd = { .warn = j->diag->warn, .ctx = j->diag->ctx };
+		struct pidinfo *pi = pidinfo(j, d->pid);
+
+		if (!ret && !pi)
+			ret = pg_err(j->diag, -ENOMEM, "out of memory");
+		if (!ret) {
+			ret = finish_dump(j, d->set, pi, false, &dd);
+			if (ret)
+				ret = pg_err(j->diag, ret, "%s", dd.err);
+		} else {
+			pg_elfset_discard(d->set);
+			pg_elfset_free(d->set);
+		}
+		d->set = NULL;
+		pg_code_close(d->src);
+		d->src = NULL;
+	}
+	j->nlater = 0;
+	return ret;
+}
+
 /* ---- the walk ---- */
 
 static int prescan(struct inj *j)
@@ -488,9 +703,17 @@ static int prescan(struct inj *j)
 			ret = on_marker(j, &mm, &marker);
 			if (ret)
 				return ret;
+		} else if (r.type == PG_PERF_RECORD_SAMPLE && j->nlater && r.has_time &&
+			   r.has_tid) {
+			ret = note_sample(j, &r);
+			if (ret)
+				return ret;
 		}
 	}
 	if (ret < 0)
+		return ret;
+	ret = finish_later(j);
+	if (ret)
 		return ret;
 	return pg_perfdata_rewind(j->pd);
 }
@@ -576,10 +799,13 @@ static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 			ret = pg_pdw_add_feature(j.w, f->bit, f->data, f->size);
 		}
 		check_attrs(&j);
+		/* DWARF call graphs: the images wait for the samples' stacks */
+		j.defer = j.user_stacks;
 		if (!ret)
 			ret = load_explicit(&j);
 		if (!ret)
 			ret = prescan(&j);
+		j.defer = false;
 		if (ret)
 			goto out;
 	}
@@ -682,6 +908,13 @@ out:
 	pg_cleanup_del(dir_reg);
 	free(j.image_dir);
 	free(j.abs_dir);
+	for (size_t i = 0; i < j.nlater; i++) {
+		pg_elfset_discard(j.later[i].set);
+		pg_elfset_free(j.later[i].set);
+		pg_code_close(j.later[i].src);
+	}
+	free(j.later);
+	free(j.words);
 	free(j.imgs);
 	free(j.heap);
 	free(j.pids);
