@@ -29,7 +29,8 @@
 # Environment: RUNS (default 1) timed runs of each inject, best wall time
 # wins; GEN_ARGS (default "20000 2 16") arguments for gen-big-node.js;
 # NODE (default node); PERF (default perf); CASES (default "node move"):
-# the cases to run; MOVE_PAIRS (default "20000 160000") the MOVE-heavy
+# the cases to run (dwarf: the node workload recorded with --call-graph
+# dwarf, where inject carries live code into newer generations); MOVE_PAIRS (default "20000 160000") the MOVE-heavy
 # sizes; MOVE_PERF_TIMEOUT (default 600) seconds perf inject may take on
 # one MOVE-heavy dump before it is stopped and reported as timed out.
 #
@@ -47,7 +48,7 @@ runs=${RUNS:-1}
 node=${NODE:-node}
 perf=${PERF:-perf}
 gen_args=${GEN_ARGS:-20000 2 16}
-cases=${CASES:-node move}
+cases=${CASES:-node dwarf move}
 move_pairs=${MOVE_PAIRS:-20000 160000}
 move_timeout=${MOVE_PERF_TIMEOUT:-600}
 
@@ -68,9 +69,10 @@ pg=$(cd "$(dirname "$pg")" && pwd)/$(basename "$pg")
 command -v "$perf" >/dev/null || die "no $perf (Debian: apt-get install linux-perf)"
 want() { [[ " $cases " == *" $1 "* ]]; }
 for c in $cases; do
-	[ "$c" = node ] || [ "$c" = move ] || die "CASES: unknown case '$c' (node, move)"
+	[ "$c" = node ] || [ "$c" = dwarf ] || [ "$c" = move ] ||
+		die "CASES: unknown case '$c' (node, dwarf, move)"
 done
-if want node; then command -v "$node" >/dev/null || die "no $node"; fi
+if want node || want dwarf; then command -v "$node" >/dev/null || die "no $node"; fi
 command -v python3 >/dev/null || die "no python3"
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive integer"
 [[ "$move_timeout" =~ ^[1-9][0-9]*$ ]] || die "MOVE_PERF_TIMEOUT must be a positive integer"
@@ -200,6 +202,70 @@ move_bench() {
 	}' "$logs/move.rows"
 }
 
+# ---- DWARF call graphs -----------------------------------------------------
+# The node workload recorded with --call-graph dwarf: inject notes the
+# frames the samples' user stacks may hold and carries into a newer
+# generation only the live code they reach.  perfgraft inject (memory
+# layout, RUNS runs, best wall) against perf inject --jit (one run); the
+# images against the dump's code: files, CARRY maps, allocated bytes (du),
+# bytes written (%O), with the 1.2x target.
+dwarf_bench() {
+	local d=$tmp/dwarf i t0 t1 dt best='' ps code files du wrote carry
+	mkdir -p "$d/rec" "$d/pg" "$d/perf"
+	echo "bench-inject: DWARF call graphs: $perf record -k mono --call-graph dwarf -e cpu-clock -N -- $node gen-big-node.js $gen_args"
+	# shellcheck disable=SC2086
+	(cd "$d/rec" && "$perf" --buildid-dir "$debug" record -k mono --call-graph dwarf \
+		-e cpu-clock -N -o perf.data -- "$node" --perf-prof --perf-prof-unwinding-info \
+		--interpreted-frames-native-stack "$here/gen-big-node.js" $gen_args \
+		>"$logs/dwarf-record.out" 2>"$logs/dwarf-record.err") ||
+		{ tail -n 20 "$logs/dwarf-record.err" >&2; fail "perf record --call-graph dwarf / node"; }
+	code=$("$pg" dump --json "$d"/rec/jit-*.dump 2>/dev/null | python3 -c '
+import json, sys
+print(sum(r["code_size"] for r in json.load(sys.stdin)["records"] if r["type"] == "LOAD"))') ||
+		fail "$pg dump --json (dwarf)"
+	for i in $(seq "$runs"); do
+		rm -rf "$d/pg/out.data" "$d/pg/out.data.d"
+		cat "$d"/rec/jit-*.dump "$d/rec/perf.data" >/dev/null
+		t0=$(now_ns)
+		(cd "$d/pg" && /usr/bin/time -v -o "$logs/dwarf-pg.time" "$pg" inject \
+			-i "$d/rec/perf.data" -o out.data >"$logs/dwarf-pg.out" 2>"$logs/dwarf-pg.err") ||
+			{ tail -n 20 "$logs/dwarf-pg.err" >&2; fail "$pg inject (dwarf)"; }
+		t1=$(now_ns)
+		dt=$((t1 - t0))
+		if [ -z "$best" ] || [ "$dt" -lt "$best" ]; then best=$dt; fi
+	done
+	grep '^perfgraft: inject:' "$logs/dwarf-pg.err" | sed 's/^/bench-inject:   /' || true
+	carry=$(sed -n 's/.*(\([0-9]*\) carry live code.*/\1/p' "$logs/dwarf-pg.err")
+	files=$(find "$d/pg/out.data.d" -name '*.so' | wc -l)
+	du=$(du -s -B1 "$d/pg/out.data.d" | awk '{print $1}')
+	wrote=$(fs_out_bytes "$logs/dwarf-pg.time")
+	wrote=$((wrote - $(stat -c %s "$d/pg/out.data")))	# the images only
+	echo "bench-inject:   perf inject --jit"
+	t0=$(now_ns)
+	(cd "$d/perf" && "$perf" --buildid-dir "$debug" inject --jit -i "$d/rec/perf.data" \
+		-o out.data >"$logs/dwarf-perf.out" 2>"$logs/dwarf-perf.err") ||
+		{ tail -n 20 "$logs/dwarf-perf.err" >&2; fail "perf inject --jit (dwarf)"; }
+	t1=$(now_ns)
+	ps=$((t1 - t0))
+	awk -v code="$code" -v files="$files" -v du="$du" -v wrote="$wrote" \
+	    -v carry="${carry:-0}" -v pg="$best" -v ps="$ps" -v t_img="$target_images" \
+	    -v t_bytes="$target_bytes" 'BEGIN {
+		printf "\nDWARF call graphs, memory layout: %.1f MB of code\n", code / 1e6
+		printf "  inject wall s: perfgraft %.2f, perf inject --jit %.2f (%.1fx)\n",
+		       pg / 1e9, ps / 1e9, (pg > 0 ? ps / pg : 0)
+		printf "  image files %d, CARRY maps %d\n", files, carry
+		printf "  images allocated (du) %.1f MB (%.2fx the code)\n", du / 1e6, du / code
+		printf "  wrote, images (%%O less the output) %.1f MB (%.2fx the code)\n",
+		       wrote / 1e6, wrote / code
+		printf "dwarf: image files   %s (%d vs <= %d)\n", (files <= t_img ? "PASS" : "FAIL"), files, t_img
+		printf "dwarf: wrote, images %s (%.2fx the code vs <= %.1f)\n",
+		       (wrote <= t_bytes * code ? "PASS" : "FAIL"), wrote / code, t_bytes
+		printf "dwarf: disk used     %s (%.2fx the code vs <= %.1f)\n",
+		       (du <= t_bytes * code ? "PASS" : "FAIL"), du / code, t_bytes
+	}'
+	rm -rf "$d"
+}
+
 home_debug_check() {
 	if [ -d "$HOME/.debug" ] && [ -n "$(find "$HOME/.debug" -newer "$logs/start" -print -quit 2>/dev/null)" ]; then
 		echo "bench-inject: warning: something under $HOME/.debug changed during the run" >&2
@@ -207,7 +273,8 @@ home_debug_check() {
 }
 
 if ! want node; then
-	move_bench
+	if want dwarf; then dwarf_bench; fi
+	if want move; then move_bench; fi
 	home_debug_check
 	exit 0
 fi
@@ -537,6 +604,7 @@ BEGIN {
 	printf "memory: inject time   %s (%.2fx packed vs <= %.2f)\n", pf(tr <= t_time), tr, t_time
 }'
 
+if want dwarf; then dwarf_bench; fi
 if want move; then move_bench; fi
 home_debug_check
 exit 0
