@@ -347,6 +347,32 @@ class OutputDir(Tmp):
         self.assertIn("--cfi-layout", run([PERFGRAFT, "elf", "--help"]).stdout)
         self.assertNotIn("perf-unwind", run([PERFGRAFT, "elf", "--help"]).stdout)
 
+    def test_compress_debug_sections_option(self):
+        """zlib (the default) and none on elf and inject; anything else is
+        a usage error; the DWARF of the dump's images is compressed by
+        default and plain with none."""
+        dump = os.path.join(FIX, "jit-19989.dump")
+        flags = {}
+        for how in (None, "zlib", "none"):
+            d = os.path.join(self.t, "z-%s" % how)
+            args = [] if how is None else ["--compress-debug-sections", how]
+            r = run([PERFGRAFT, "elf", "-q", dump, "-o", d] + args)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            out = ""
+            for n in sorted(os.listdir(d)):
+                out += run(["readelf", "-SW", os.path.join(d, n)]).stdout
+            flags[how] = re.findall(r"\.debug_(?:info|line)\s+PROGBITS\s+\S+\s+\S+\s+\S+\s+\S+\s+(\S*)",
+                                    out)
+        # compressed where that makes them smaller (a near-empty one is not)
+        self.assertGreaterEqual(sum("C" in f for f in flags[None]), 2, flags)
+        self.assertEqual(flags[None], flags["zlib"])
+        self.assertTrue(flags["none"] and not any("C" in f for f in flags["none"]), flags)
+        for cmd in (["elf", dump], ["inject"]):
+            r = run([PERFGRAFT] + cmd + ["--compress-debug-sections", "zstd"])
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("--compress-debug-sections takes zlib or none, not 'zstd'", r.stderr)
+            self.assertIn("--compress-debug-sections", run([PERFGRAFT, cmd[0], "--help"]).stdout)
+
 
 class ClosedPipe(Tmp):
     def closed_pipe_run(self, cmd):

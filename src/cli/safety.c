@@ -78,28 +78,24 @@ int cli_layout(const char *arg, struct pg_elfset_opts *eo)
 	return -1;
 }
 
-int cli_compress_debug(const char *arg, bool *plain)
+/* An option that takes one of two words: *second says which. */
+static int two_words(const char *opt, const char *arg, const char *first, const char *other,
+		     bool *second)
 {
-	if (!strcmp(arg, "zlib"))
-		*plain = false;
-	else if (!strcmp(arg, "none"))
-		*plain = true;
-	else {
-		cli_error("--compress-debug-sections takes zlib or none, not '%s'", arg);
+	if (strcmp(arg, first) && strcmp(arg, other)) {
+		cli_error("--%s takes %s or %s, not '%s'", opt, first, other, arg);
 		return -1;
 	}
+	*second = !strcmp(arg, other);
 	return 0;
+}
+
+int cli_compress_debug(const char *arg, bool *plain)
+{
+	return two_words("compress-debug-sections", arg, "zlib", "none", plain);
 }
 
 int cli_cfi_layout(const char *arg, bool *perf_5_19)
 {
-	if (!strcmp(arg, "standard"))
-		*perf_5_19 = false;
-	else if (!strcmp(arg, "perf-5.19"))
-		*perf_5_19 = true;
-	else {
-		cli_error("--cfi-layout takes standard or perf-5.19, not '%s'", arg);
-		return -1;
-	}
-	return 0;
+	return two_words("cfi-layout", arg, "standard", "perf-5.19", perf_5_19);
 }
