@@ -8,9 +8,12 @@
  *    address - the image's base, so every map of one image has the same
  *    start - pgoff, which both of perf's DWARF unwinders need (libunwind
  *    takes one load bias per file, libdw reports one module per file and
- *    base).  One image per code region (addresses closer than
- *    PG_ELF_REGION_GAP) and generation (a new image only where later
- *    code reuses an address range: a new LOAD over earlier code, a MOVE);
+ *    base; the one exception: without carry_live, a MOVE maps the bytes
+ *    its code already has, as perf inject --jit does, which only DWARF
+ *    unwinding would mind).  One image per code region (addresses closer
+ *    than PG_ELF_REGION_GAP) and generation (a new image only where later
+ *    code reuses an address range: a new LOAD over earlier code, a MOVE
+ *    with carry_live);
  *    holes between functions are holes of a sparse file.  Functions with
  *    CFI share their image: its .eh_frame holds copies of their CIEs and
  *    FDEs (pc_begin rebased) and one .eh_frame_hdr indexes them all; both
@@ -96,7 +99,11 @@ struct pg_elfset_opts {
 	 * stack never holds frames of two images of one region (libdw would
 	 * see two overlapping modules).  Costs a copy of that code per
 	 * generation, at most as many bytes as all the code placed; only
-	 * DWARF call graphs (user stacks in the samples) need it. */
+	 * DWARF call graphs (user stacks in the samples) need it.  With
+	 * pg_elfset_note_frames(), only the code noted on a stack during a
+	 * generation is carried into it.  It also makes a MOVE a copy at its
+	 * new address; without it a MOVE maps the bytes its code already has
+	 * (PG_ELF_MAP_MOVE with the LOAD's image and pgoff). */
 	bool carry_live;
 	/* write the DWARF sections uncompressed; by default each is zlib
 	 * compressed (SHF_COMPRESSED, as gcc -gz writes them) where that
