@@ -485,12 +485,12 @@ struct layout {
 	uint64_t note_off;
 	uint64_t eh_off, eh_size, hdr_off, hdr_size;
 	const uint8_t *ehp, *hdrp;	/* the process's unwind tables, or eh/ehh */
-	uint64_t abbrev_off, info_off, line_off, ar_off;
-	/* the DWARF sections as written: dw's buffers, or their compressed
-	 * form in z[] (SHF_COMPRESSED) where that is smaller */
-	const struct pg_buf *dbg[4];	/* abbrev, info, line, aranges */
-	bool dz[4];
+	/* the DWARF sections (SEC_ABBREV + i) as written: dw's buffers, or
+	 * their compressed form in z[i] (SHF_COMPRESSED) where that is
+	 * smaller, at dbg_off[i] */
+	const struct pg_buf *dbg[4];
 	struct pg_buf z[4];
+	uint64_t dbg_off[4];
 	uint64_t sym_off, str_off, shstr_off, sh_off;
 	size_t symsz;
 	uint32_t shname[SEC_COUNT];	/* offsets in shstr */
@@ -604,7 +604,6 @@ static int plan_layout(pg_elfset *set, struct img *im, struct layout *lo)
 	{
 		const struct pg_buf *dw[4] = { &im->dw.abbrev, &im->dw.info, &im->dw.line,
 					       &im->dw.aranges };
-		uint64_t *off[4] = { &lo->abbrev_off, &lo->info_off, &lo->line_off, &lo->ar_off };
 		uint64_t at = lo->load_end;
 
 		for (int i = 0; i < 4; i++) {
@@ -612,11 +611,10 @@ static int plan_layout(pg_elfset *set, struct img *im, struct layout *lo)
 
 			if (z < 0)
 				return pg_err(set->diag, -ENOMEM, "out of memory");
-			lo->dz[i] = z;
 			lo->dbg[i] = z ? &lo->z[i] : dw[i];
 			if (z)	/* the Chdr is aligned as its class's words */
 				at = pg_align(at, h->is_64bit ? 8 : 4);
-			*off[i] = at;
+			lo->dbg_off[i] = at;
 			at += lo->dbg[i]->len;
 		}
 		lo->sym_off = pg_align(at, 8);
@@ -733,13 +731,19 @@ static bool emit_plain(Elf *elf, int idx, GElf_Word type, GElf_Xword flags, uint
 	return scn && add_data(scn, buf, size, 0, ELF_T_BYTE);
 }
 
-/* DWARF section i of lo->dbg, plain or compressed. */
-static bool emit_dwarf(Elf *elf, int idx, uint64_t off, int i, const struct layout *lo)
+/* The DWARF sections, plain or compressed. */
+static bool emit_dwarf(Elf *elf, const struct layout *lo)
 {
-	unsigned za = lo->symsz == sizeof(Elf64_Sym) ? 8 : 4;
+	unsigned za = lo->symsz == sizeof(Elf64_Sym) ? 8 : 4;	/* the Chdr's */
 
-	return emit_plain(elf, idx, SHT_PROGBITS, lo->dz[i] ? SHF_COMPRESSED : 0, off, 0,
-			  lo->dbg[i]->p, lo->dbg[i]->len, lo->dz[i] ? za : 1, lo);
+	for (int i = 0; i < 4; i++) {
+		bool z = lo->dbg[i] == &lo->z[i];
+
+		if (!emit_plain(elf, SEC_ABBREV + i, SHT_PROGBITS, z ? SHF_COMPRESSED : 0,
+				lo->dbg_off[i], 0, lo->dbg[i]->p, lo->dbg[i]->len, z ? za : 1, lo))
+			return false;
+	}
+	return true;
 }
 
 /* The sections in index order (SEC_*); note is the build-id note. */
@@ -772,10 +776,7 @@ static bool emit_sections(const struct img *im, const struct layout *lo,
 			  lo->ehp, lo->eh_size, lo->eh_off % 8 ? 1 : 8, lo) &&
 	       emit_plain(elf, SEC_EH_FRAME_HDR, SHT_PROGBITS, SHF_ALLOC, lo->hdr_off, lo->hdr_off,
 			  lo->hdrp, lo->hdr_size, lo->hdr_off % 4 ? 1 : 4, lo) &&
-	       emit_dwarf(elf, SEC_ABBREV, lo->abbrev_off, 0, lo) &&
-	       emit_dwarf(elf, SEC_INFO, lo->info_off, 1, lo) &&
-	       emit_dwarf(elf, SEC_LINE, lo->line_off, 2, lo) &&
-	       emit_dwarf(elf, SEC_ARANGES, lo->ar_off, 3, lo) &&
+	       emit_dwarf(elf, lo) &&
 	       emit_symtab(im, lo, elf) &&
 	       emit_plain(elf, SEC_STRTAB, SHT_STRTAB, 0, lo->str_off, 0,
 			  im->strtab.p, im->strtab.len, 1, lo) &&
@@ -1912,14 +1913,6 @@ static int mem_fallback(pg_elfset *set)
 
 #define NOTE_WALK 64
 
-static int cmp_place_addr(const void *a, const void *b, void *arg)
-{
-	const struct mplace *pl = arg;
-	uint64_t x = pl[*(const uint32_t *)a].addr, y = pl[*(const uint32_t *)b].addr;
-
-	return x < y ? -1 : x > y;
-}
-
 /* The places by address with a running maximum of their ends, so that
  * every place holding an address is found by one binary search and a
  * walk back while the maximum still reaches it. */
@@ -1941,7 +1934,7 @@ static int index_places(pg_elfset *set)
 		return pg_err(set->diag, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++)
 		set->byaddr[i] = (uint32_t)i;
-	qsort_r(set->byaddr, n, sizeof(*set->byaddr), cmp_place_addr, set->places);
+	qsort_r(set->byaddr, n, sizeof(*set->byaddr), cmp_addr, set->places);
 	for (size_t i = 0; i < n; i++) {
 		const struct mplace *p = &set->places[set->byaddr[i]];
 

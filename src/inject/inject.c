@@ -641,14 +641,19 @@ static long sample_words(struct inj *j, const struct pg_pd_rec *r, bool is64)
  * noted, so that its images carry only the code stacks reach. */
 static int note_sample(struct inj *j, const struct pg_pd_rec *r)
 {
+	long n = -1;
+	bool is64 = false;
+
 	for (size_t i = 0; i < j->nlater; i++) {
 		struct deferred *d = &j->later[i];
-		long n;
 		int ret;
 
 		if (!d->set || (r->pid != d->pid && r->pid != d->mmap_pid))
 			continue;
-		n = sample_words(j, r, d->is_64bit);
+		if (n < 0 || is64 != d->is_64bit) {	/* parsed once per class */
+			is64 = d->is_64bit;
+			n = sample_words(j, r, is64);
+		}
 		if (n < 0)
 			return pg_err(j->diag, -ENOMEM, "out of memory");
 		ret = pg_elfset_note_frames(d->set, r->time, j->words, (size_t)n);
@@ -659,32 +664,28 @@ static int note_sample(struct inj *j, const struct pg_pd_rec *r)
 }
 
 /* The dumps that waited for the samples: their images, in the order the
- * dumps were read. */
+ * dumps were read.  On a failure the ones not yet finished stay in
+ * j->later for inject()'s cleanup. */
 static int finish_later(struct inj *j)
 {
-	int ret = 0;
-
 	for (size_t i = 0; i < j->nlater; i++) {
 		struct deferred *d = &j->later[i];
 		struct pg_diag dd = { .warn = j->diag->warn, .ctx = j->diag->ctx };
 		struct pidinfo *pi = pidinfo(j, d->pid);
+		pg_elfset *set = d->set;
+		int ret;
 
-		if (!ret && !pi)
-			ret = pg_err(j->diag, -ENOMEM, "out of memory");
-		if (!ret) {
-			ret = finish_dump(j, d->set, pi, false, &dd);
-			if (ret)
-				ret = pg_err(j->diag, ret, "%s", dd.err);
-		} else {
-			pg_elfset_discard(d->set);
-			pg_elfset_free(d->set);
-		}
-		d->set = NULL;
+		if (!pi)
+			return pg_err(j->diag, -ENOMEM, "out of memory");
+		d->set = NULL;	/* finish_dump takes it */
+		ret = finish_dump(j, set, pi, false, &dd);
 		pg_code_close(d->src);
 		d->src = NULL;
+		if (ret)
+			return pg_err(j->diag, ret, "%s", dd.err);
 	}
 	j->nlater = 0;
-	return ret;
+	return 0;
 }
 
 /* ---- the walk ---- */
