@@ -255,6 +255,41 @@ class Discovery(unittest.TestCase):
         self.assertEqual(syms, ["JS:*moved", "JS:*moved"], r.stdout + r.stderr)
 
 
+    def test_one_dump_many_spellings_read_once(self):
+        """One dump named by many path spellings (/./, //, a symlink, a
+        hard link) in many markers is read once: its images, MMAP2s and
+        output do not grow with the number of spellings (issue 20: K=300
+        spellings turned a 45 KB perf.data into 496 MB)."""
+        run = os.path.join(self.d, "run")
+        path = self.dump(run)
+        os.symlink(path, os.path.join(self.d, "link.dump"))
+        os.link(path, os.path.join(self.d, "hard.dump"))
+        spellings = [path, os.path.join(self.d, "link.dump"), os.path.join(self.d, "hard.dump")]
+        for k in range(1, 100):
+            spellings.append(run.replace("/", "/./" if k % 2 else "//", k % 7 + 1)
+                             + "/" * k + "jit-%d.dump" % PID)
+        b = pg.PerfDataBuilder(attrs=[pg.Attr(ids=[7])])
+        b.comm(PID, PID, "node", 1)
+        for k, m in enumerate(spellings):
+            b.mmap2(PID, PID, 0x10000 + 0x1000 * k, 4096, 0, m, 2 + k, prot=5)
+        b.sample(OLD + 8, PID, PID, 2000)
+        b.finished_round()
+        src = os.path.join(self.d, "perf.data")
+        b.write(src)
+        out = os.path.join(self.d, "out.data")
+        r = subprocess.run([PERFGRAFT, "inject", "-i", src, "-o", out],
+                           capture_output=True, text=True, cwd=self.d)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        d = json.loads(subprocess.run([PERFGRAFT, "dump", "--json", out],
+                                      capture_output=True, text=True).stdout)
+        inj = self.injected([x for x in d["records"] if x["name"] == "MMAP2"])
+        self.assertEqual(len(inj), 1, r.stderr[-2000:])
+        self.assertEqual(len(os.listdir(out + ".d")), 1, os.listdir(out + ".d"))
+        self.assertEqual(r.stderr.count(", found by"), 1, r.stderr[-2000:])
+        self.assertFalse(any(x["filename"] in spellings
+                             for x in d["records"] if x["name"] == "MMAP2"),
+                         "a marker spelling was kept")
+
 # ---------------------------------------------------------------------------
 # Real recordings: testjit (tests/jit/testjit.c) under perf record
 

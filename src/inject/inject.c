@@ -70,7 +70,7 @@ struct inj {
 	size_t nimgs, imgs_cap;
 	struct pidinfo *pids;
 	size_t npids, pids_cap;
-	struct pg_strmap seen;	/* dump paths read (or tried); owns its keys */
+	struct pg_strmap seen;	/* dumps read (or tried), by file (seen_before); owns its keys */
 	struct pg_jd_cache *jdc;	/* what each recorded file name is */
 	uint64_t mmap_id;	/* id stamped on injected records */
 	char *abs_dir;		/* realpath of image_dir */
@@ -420,12 +420,24 @@ out:
 
 /* ---- finding dumps ---- */
 
+/* A dump is read once however the recording spells its path (/./, //,
+ * symlinks, a hard link): the key is the file's device and inode, or the
+ * path when it cannot be stat'ed (a missing dump is then reported once
+ * per spelling, bounded by the records naming it). */
 static bool seen_before(struct inj *j, const char *path)
 {
+	struct stat sb;
 	bool added;
-	char *key = strdup(path);
+	char *key;
 	long idx;
 
+	if (stat(path, &sb) == 0) {
+		if (asprintf(&key, "i%llx:%llx", (unsigned long long)sb.st_dev,
+			     (unsigned long long)sb.st_ino) < 0)
+			key = NULL;
+	} else if (asprintf(&key, "p%s", path) < 0) {
+		key = NULL;
+	}
 	if (!key)
 		return true;
 	idx = pg_strmap_intern(&j->seen, key, &added);
