@@ -1162,6 +1162,36 @@ class Bounds(TmpDirCase):
         off = 304 + 8 + 6 + 4 * 4          # header..COMM, then the first record
         self.assertIn(self.msg(path, off, lim), err)
 
+    def test_rle_bomb_past_largest_ring(self):
+        """mmap_len is the file's own word: 0xFFFFFFFF let 66 KB decompress
+        to 2 GiB per record (issue 20.6).  Whatever the header says, a
+        record holds at most what perf record's largest ring buffer (-m 1G)
+        plus its control page can: past 1 GiB + 64 KiB it is an error at
+        its offset, for dump and inject, with nothing left behind."""
+        lim = (1 << 30) + (64 << 10)
+        d = os.path.join(self.tmp, "huge-mmap-len")
+        os.makedirs(d)
+        path = os.path.join(d, "bomb.data")
+        b = G.hostile_rle_case(path, mmap_len=0xFFFFFFFF)
+        self.assertGreater(b.containers[0].output, lim)
+        want = ("perfgraft: %s: offset %d: COMPRESSED record decompresses to more than %d "
+                "bytes (the largest ring buffer perf record maps; the header's mmap_len is "
+                "larger)\n" % (path, b.containers[0].offset, lim))
+        for cmd in ([PERFGRAFT, "dump", path],
+                    [PERFGRAFT, "inject", "-q", "-i", path, "-o", os.path.join(d, "out.data")],
+                    [PERFGRAFT, "inject", "-q", "-i", path, "-o", "/dev/null"]):
+            with self.subTest(cmd=cmd[1:]):
+                p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                   text=True, cwd=d, timeout=TIMEOUT)
+                self.assertEqual(p.returncode, 1, p.stderr[-2000:])
+                self.assertIn(want, p.stderr)
+                self.assertEqual(sorted(os.listdir(d)), ["bomb.data"])
+        # a record within the bound still reads under such a header
+        G.hostile_rle_case(path, outputs=[64 << 20], mmap_len=0xFFFFFFFF)
+        p = subprocess.run([PERFGRAFT, "dump", path], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True, timeout=TIMEOUT)
+        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+
     def test_memory_flat_for_a_large_record(self):
         """A record within a huge mmap_len (u32: up to 4 GiB) that
         decompresses to 268 MB: read a window at a time, not whole."""

@@ -29,6 +29,13 @@
  * (mmap_len, 528,384 bytes by default) per record; 8 MiB is 16 times
  * that and far above the 64 KiB x zstd ratio a real record holds. */
 #define ZLIMIT_DEFAULT (8ull << 20)
+/* ... and the bound whatever the header says: mmap_len is the file's own
+ * word (a u32, so up to 4 GiB per record).  The largest ring buffer perf
+ * record can map is 1 GiB: -m 1G works and -m 2G fails with ENOMEM
+ * (x86-64 and arm64 with 4 KiB pages: the kernel keeps a ring's page list
+ * in one allocation of at most 4 MiB, 512 Ki pointers, and the pages are a
+ * power of two); mmap_len adds the control page, up to 64 KiB. */
+#define ZLIMIT_MAX ((1ull << 30) + (64u << 10))
 /* In-band attrs (HEADER_ATTR records) are kept for the whole walk: bound
  * their bytes, since compressed data can repeat them cheaply.  A real
  * pipe holds a few events with ids per CPU: kilobytes. */
@@ -217,7 +224,9 @@ static void set_zlimit(pg_perfdata *pd, const uint8_t *body, uint64_t size)
 
 static uint64_t zlimit(const pg_perfdata *pd)
 {
-	return pd->zmmap_len ? pd->zmmap_len : ZLIMIT_DEFAULT;
+	uint64_t lim = pd->zmmap_len ? pd->zmmap_len : ZLIMIT_DEFAULT;
+
+	return lim < ZLIMIT_MAX ? lim : ZLIMIT_MAX;
 }
 
 static int parse_file_header(pg_perfdata *pd)
@@ -733,8 +742,9 @@ static int zfill(pg_perfdata *pd)
 	if (pd->zrec_out > limit)
 		return pg_err(pd->diag, -EINVAL, "%s: offset %llu: COMPRESSED record decompresses to more than %llu bytes%s",
 			      pd->name, (unsigned long long)pd->zoff, (unsigned long long)limit,
-			      pd->zmmap_len ? ", the mmap_len of the COMPRESSED feature"
-					    : " (the bound used when the header gives no mmap_len)");
+			      !pd->zmmap_len ? " (the bound used when the header gives no mmap_len)"
+			      : limit < pd->zmmap_len ? " (the largest ring buffer perf record maps; the header's mmap_len is larger)"
+			      : ", the mmap_len of the COMPRESSED feature");
 	if (in.pos == pd->zsrc_pos && out.pos == before && in.pos < in.size)
 		return pg_err(pd->diag, -EINVAL, "%s: offset %llu: compressed data: no progress",
 			      pd->name, (unsigned long long)pd->zoff);
