@@ -6,6 +6,7 @@ Every test here runs the real binary on the bundled node recording
 generated inputs, and compares the files before and after byte for byte
 and inode for inode.  The disk-full tests mount a small tmpfs (root only:
 CI runs as root; elsewhere they are skipped)."""
+import json
 import os
 import re
 import resource
@@ -288,6 +289,76 @@ class Signals(Tmp):
         self.assertEqual(sorted(temps(self.t)), sorted([live, foreign]))
 
 
+class AdoptedImages(Tmp):
+    """inject -o - commits its images as it reads each dump; another run
+    into the same --image-dir reuses them (same name and build-id) and
+    completes.  When the pipe run then fails or is killed, the images stay:
+    the other run's output maps them (issue 20.9: they were removed)."""
+
+    def check(self, end):
+        imgs = os.path.join(self.t, "imgs")
+        r = subprocess.run(["perf", "--buildid-dir", os.path.join(self.t, "dbg"), "inject",
+                            "-i", os.path.join(FIX, "demo.data"), "-o", "-"],
+                           capture_output=True)
+        if r.returncode:
+            self.skipTest("perf inject -o - failed: %s" % r.stderr[-300:])
+        data = r.stdout
+        fifo = os.path.join(self.t, "in.fifo")
+        os.mkfifo(fifo)
+        with open(os.path.join(self.t, "pipe.out"), "wb") as so:
+            p = subprocess.Popen([PERFGRAFT, "inject", "-q", "--jitdump-dir", FIX,
+                                  "--image-dir", imgs, "-i", fifo, "-o", "-"],
+                                 cwd=self.t, stdout=so, stderr=subprocess.PIPE,
+                                 preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
+        w = open(fifo, "wb")
+        self.addCleanup(w.close)
+        cut = 16		# pipe header, then whole records past the marker (at 41012)
+        while cut < len(data) // 2:
+            cut += struct.unpack_from("<H", data, cut + 6)[0]
+        w.write(data[:cut])
+        w.flush()
+        deadline = time.time() + 60
+        while time.time() < deadline and p.poll() is None:
+            done = [f for f in os.listdir(imgs) if f.endswith(".so")] \
+                if os.path.isdir(imgs) else []
+            if done and not temps(imgs):
+                break
+            time.sleep(0.05)
+        self.assertIsNone(p.poll(), p.stderr.read() if p.poll() is not None else "")
+        self.assertTrue(done, "the pipe run committed no image")
+        # a file-mode run into the same directory adopts them
+        shutil.copy(os.path.join(FIX, "demo.data"), os.path.join(self.t, "perf.data"))
+        r = run([PERFGRAFT, "inject", "-q", "--jitdump-dir", FIX, "--image-dir", imgs,
+                 "-i", "perf.data", "-o", "file.data"], cwd=self.t)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        dj = run([PERFGRAFT, "dump", "--json", os.path.join(self.t, "file.data")])
+        named = {x["filename"] for x in json.loads(dj.stdout)["records"]
+                 if x["name"] == "MMAP2" and x["filename"].startswith(imgs + "/")}
+        self.assertTrue(named)
+        self.assertTrue(named <= {os.path.join(imgs, f) for f in done},
+                        "the second run wrote images of its own: %s" % sorted(named))
+        if end == "signal":
+            p.send_signal(signal.SIGTERM)
+            p.wait(timeout=30)
+            self.assertEqual(p.returncode, -signal.SIGTERM, p.stderr.read())
+        else:		# the next record is damage: the run fails
+            w.write(struct.pack("<IHH", 1, 0, 4) + bytes(8))
+            w.close()
+            p.wait(timeout=30)
+            self.assertEqual(p.returncode, 1, p.stderr.read())
+        w.close()
+        p.stderr.close()
+        missing = sorted(f for f in named if not os.path.exists(f))
+        self.assertEqual(missing, [], "file.data maps images the failed pipe run removed")
+        self.assertEqual(temps(self.t), [])
+
+    def test_killed_pipe_run_keeps_adopted_images(self):
+        self.check("signal")
+
+    def test_failed_pipe_run_keeps_adopted_images(self):
+        self.check("failure")
+
+
 class OutputDir(Tmp):
     def test_output_d_symlink_is_not_followed(self):
         shutil.copy(os.path.join(FIX, "demo.data"), os.path.join(self.t, "perf.data"))
@@ -406,8 +477,19 @@ class ClosedPipe(Tmp):
         errs = errors(err)
         self.assertEqual(len(errs), 1, err)
         self.assertRegex(errs[0], r"standard output: .*Broken pipe")
-        self.assertEqual(sorted(os.listdir(self.t)), ["perf.data"],
-                         "no images for an output never written")
+        # The images get their names once the output took the bytes before
+        # their first MMAP2, and keep them: another run into the directory
+        # may have adopted them (AdoptedImages).  Whether the pipe took any
+        # before head left is a race; either way nothing is half-written.
+        self.assertEqual(temps(self.t), [])
+        left = sorted(os.listdir(self.t))
+        self.assertIn(left, (["perf.data"], ["perf.data", "perf.jit.data.d"]))
+        if len(left) == 2:
+            imgs = os.listdir(os.path.join(self.t, "perf.jit.data.d"))
+            self.assertTrue(imgs, "an empty directory left")
+            for f in imgs:
+                r = run(["readelf", "-n", os.path.join(self.t, "perf.jit.data.d", f)])
+                self.assertIn("Build ID", r.stdout, f)
 
     def test_inject_closed_pipe(self):
         shutil.copy(os.path.join(FIX, "demo.data"), os.path.join(self.t, "perf.data"))

@@ -295,6 +295,10 @@ struct pg_pdw_mmap2 {
 	uint32_t cpu;
 };
 int pg_pdw_mmap2(pg_pdw *w, const struct pg_pd_attr *a, const struct pg_pdw_mmap2 *m);
+/* Writes out the bytes buffered so far (with compression, those staged
+ * for it stay staged), so that a caller knows the output took them before
+ * it does something it cannot undo.  Returns 0 or the write error. */
+int pg_pdw_flush(pg_pdw *w);
 /* Finishes (file mode: feature sections, attrs, then the header), flushes
  * and renames into place; frees w in every case (w must not be NULL).
  * Returns 0, or a negative errno (a file output is then removed). */

@@ -77,6 +77,7 @@ struct inj {
 	bool pipe_out;		/* images are committed as each dump is read */
 	pg_elfset **sets;	/* every dump's images, until the output commits */
 	size_t nsets, sets_cap;
+	size_t ncommitted;	/* pipe output: sets[0, ncommitted) have their names */
 	/* DWARF call graphs, file mode: dumps read before the prescan has
 	 * seen the samples; their stacks are noted, then the images written */
 	bool defer;
@@ -138,9 +139,40 @@ static struct event heap_pop(struct inj *j)
 	return top;
 }
 
+/* Gives a set's images their final names for good.  Once there, an
+ * image may be adopted by another run into the same directory (the same
+ * name and build-id are reused, not rewritten), so no failure or signal
+ * of this run removes it again: a failure leaves it unreferenced, never
+ * another output without its image.  Those committed before a failing
+ * rename stay too. */
+static int commit_keep(pg_elfset *set)
+{
+	sigset_t old;
+	int ret;
+
+	pg_block_fatal_signals(true, &old);
+	ret = pg_elfset_commit(set);
+	pg_elfset_keep(set);
+	pg_block_fatal_signals(false, &old);
+	return ret;
+}
+
 static int emit(struct inj *j, const struct event *e)
 {
 	const struct image *im = &j->imgs[e->img];
+
+	/* a pipe's reader may open an image as soon as its MMAP2 arrives:
+	 * the images read so far get their names before the first one goes
+	 * out, once the output took what came before (an output that fails
+	 * earlier keeps none) */
+	if (j->pipe_out && j->ncommitted < j->nsets) {
+		int ret = pg_pdw_flush(j->w);
+
+		while (!ret && j->ncommitted < j->nsets)
+			ret = commit_keep(j->sets[j->ncommitted++]);
+		if (ret)
+			return ret;
+	}
 	struct pg_pdw_mmap2 m = {
 		.pid = e->pid, .tid = e->tid,
 		.start = e->start, .len = e->len, .pgoff = e->pgoff,
@@ -283,9 +315,6 @@ static int finish_dump(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool a
 	ret = pg_elfset_finish(set);
 	if (!ret)
 		ret = queue_maps(j, set, pi, arch, &evs, &nevs);
-	/* a pipe's reader may open an image as soon as its MMAP2 arrives */
-	if (!ret && j->pipe_out)
-		ret = pg_elfset_commit(set);
 	for (size_t i = 0; !ret && i < pg_elfset_count(set); i++)
 		ret = add_image(j, pg_elfset_image(set, i));
 	for (size_t i = 0; !ret && i < nevs; i++) {
@@ -887,17 +916,15 @@ static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 		ret = pg_pdw_finish(j.w);
 	}
 	for (size_t i = 0; !ret && i < j.nsets; i++)
-		ret = pg_elfset_commit(j.sets[i]);
+		ret = commit_keep(j.sets[i]);
 	if (!ret && j.w) {
 		sigset_t old;
 
-		/* The images become the output's before its rename: a signal
-		 * between the two then leaves unreferenced images (a leak) and
-		 * the earlier output, never an output without its images; and
-		 * none is taken until the rename is done. */
+		/* The images are the output's before its rename: a signal or a
+		 * failure between the two leaves unreferenced images (a leak)
+		 * and the earlier output, never an output without its images;
+		 * and no signal is taken until the rename is done. */
 		pg_block_fatal_signals(true, &old);
-		for (size_t i = 0; i < j.nsets; i++)
-			pg_elfset_keep(j.sets[i]);
 		pg_cleanup_del(dir_reg);
 		dir_reg = -1;
 		ret = pg_pdw_close(j.w);

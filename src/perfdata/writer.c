@@ -820,6 +820,13 @@ static int finish_file(pg_pdw *w)
 	return ret;
 }
 
+int pg_pdw_flush(pg_pdw *w)
+{
+	if (w->err)
+		return w->err;
+	return w->blen ? flush(w) : 0;
+}
+
 int pg_pdw_finish(pg_pdw *w)
 {
 	int ret = w->err;
