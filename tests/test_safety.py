@@ -71,6 +71,14 @@ def corrupt_last_record(src, dst):
     open(dst, "wb").write(data)
 
 
+def default_signals():
+    """In the child: the signals a run handles at their defaults, also when
+    the suite itself runs with them ignored (nohup, a background job of a
+    non-interactive shell: perfgraft then keeps them ignored, as it should)."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def dead_pid():
     p = subprocess.Popen(["true"])
     p.wait()
@@ -217,7 +225,8 @@ class Signals(Tmp):
         p = subprocess.Popen([PERFGRAFT, "inject", "-q", "--layout", "packed",
                               "--jitdump-dir", FIX, "-i", fifo,
                               "-o", out] + list(extra), cwd=self.t,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             preexec_fn=default_signals)
         w = open(fifo, "wb")
         self.addCleanup(w.close)
         w.write(data[:len(data) // 2])	# the marker is at 41012
@@ -309,7 +318,7 @@ class AdoptedImages(Tmp):
             p = subprocess.Popen([PERFGRAFT, "inject", "-q", "--jitdump-dir", FIX,
                                   "--image-dir", imgs, "-i", fifo, "-o", "-"],
                                  cwd=self.t, stdout=so, stderr=subprocess.PIPE,
-                                 preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
+                                 preexec_fn=default_signals)
         w = open(fifo, "wb")
         self.addCleanup(w.close)
         cut = 16		# pipe header, then whole records past the marker (at 41012)
