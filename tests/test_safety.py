@@ -365,6 +365,10 @@ class Shrinking(Tmp):
                     sc = f.read().split()
                 with open("/proc/%d/maps" % p.pid) as f:
                     maps = f.read()
+            except PermissionError:
+                p.kill()
+                p.wait()
+                self.skipTest("/proc/PID/syscall of a child is not readable here")
             except OSError:
                 sc, maps = [], ""
             if len(sc) > 1 and sc[0] == str(WRITE_NR) and int(sc[1], 16) == fd and \
