@@ -6,8 +6,10 @@ Every test here runs the real binary on the bundled node recording
 generated inputs, and compares the files before and after byte for byte
 and inode for inode.  The disk-full tests mount a small tmpfs (root only:
 CI runs as root; elsewhere they are skipped)."""
+import fcntl
 import json
 import os
+import platform
 import re
 import resource
 import shutil
@@ -264,6 +266,21 @@ class Signals(Tmp):
     def test_sighup_removes_temporaries(self):
         self.check_signal(signal.SIGHUP)
 
+    def test_sigbus_elsewhere_removes_temporaries(self):
+        """A SIGBUS that is not a shrinking input (sent, or a mapping
+        perfgraft does not list: libelf's, libdw's) still ends the run by
+        SIGBUS, after removing its files (today: all left)."""
+        core = resource.getrlimit(resource.RLIMIT_CORE)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, core[1]))	# no core file in the directory
+        self.addCleanup(resource.setrlimit, resource.RLIMIT_CORE, core)
+        # a SIGBUS not of its inputs goes to the handler installed before
+        # perfgraft's: in a sanitizer build, ASan's report and exit 1
+        asan = os.environ.get("ASAN_OPTIONS")
+        os.environ["ASAN_OPTIONS"] = (asan + ":" if asan else "") + "handle_sigbus=0"
+        self.addCleanup(lambda: os.environ.pop("ASAN_OPTIONS") if asan is None
+                        else os.environ.update(ASAN_OPTIONS=asan))
+        self.check_signal(signal.SIGBUS)
+
     def test_sigkilled_run_is_swept_by_the_next(self):
         """SIGKILL cannot be caught: the temporaries stay, named with the
         dead pid, and the next run into the directory removes them."""
@@ -366,6 +383,203 @@ class AdoptedImages(Tmp):
 
     def test_failed_pipe_run_keeps_adopted_images(self):
         self.check("failure")
+
+
+# write(2)'s number, for /proc/PID/syscall
+WRITE_NR = {"x86_64": 1, "aarch64": 64, "riscv64": 64, "ppc64le": 4, "s390x": 4}.get(
+    platform.machine())
+
+
+def full_pipe():
+    """(read fd, write fd) of a one-page pipe that is already full: the
+    first write of a process given the write end blocks until the test
+    reads, at a point the test chooses by what it gives the pipe to."""
+    r, w = os.pipe()
+    fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, 4096)
+    os.set_blocking(w, False)
+    for chunk in (4096, 1):
+        try:
+            while True:
+                os.write(w, b"#" * chunk)
+        except BlockingIOError:
+            pass
+    os.set_blocking(w, True)	# the child shares the open file
+    return r, w
+
+
+class Shrinking(Tmp):
+    """An input truncated by another process while perfgraft has it
+    mapped: an error naming it, exit 1, nothing of the run left (today:
+    SIGBUS, exit 135, the temporaries left).  The run is stopped with the
+    input mapped by a full stdout or stderr pipe, the input truncated, and
+    the pipe then read: no timing involved."""
+
+    def setUp(self):
+        super().setUp()
+        if WRITE_NR is None or not os.path.exists("/proc/self/syscall"):
+            self.skipTest("needs /proc/PID/syscall on a known architecture")
+
+    def run_blocked(self, cmd, fd, victim, size):
+        """Runs cmd with fd (1 or 2) a full pipe; once it waits in write()
+        with victim mapped, truncates victim to size and reads the pipe.
+        Returns (exit status, stderr less the test's filler)."""
+        r, w = full_pipe()
+        other = subprocess.PIPE
+        p = subprocess.Popen(cmd, cwd=self.t, stdin=subprocess.DEVNULL,
+                             stdout=w if fd == 1 else other,
+                             stderr=w if fd == 2 else other)
+        os.close(w)
+        rf = os.fdopen(r, "rb")
+        self.addCleanup(rf.close)
+        out, drained = {}, []
+
+        def drain(f, key):
+            out[key] = f.read()
+        real = os.path.realpath(victim)
+        deadline = time.time() + 120
+        while True:
+            self.assertIsNone(p.poll(), "exited before it blocked")
+            self.assertLess(time.time(), deadline, "never blocked writing with the input mapped")
+            try:
+                with open("/proc/%d/syscall" % p.pid) as f:
+                    sc = f.read().split()
+                with open("/proc/%d/maps" % p.pid) as f:
+                    maps = f.read()
+            except PermissionError:
+                p.kill()
+                p.wait()
+                self.skipTest("/proc/PID/syscall of a child is not readable here")
+            except OSError:
+                sc, maps = [], ""
+            if len(sc) > 1 and sc[0] == str(WRITE_NR) and int(sc[1], 16) == fd and \
+               any(ln.endswith(" " + real) for ln in maps.splitlines()):
+                break
+            time.sleep(0.01)
+        os.truncate(victim, size)
+        for f, key in ((rf, "pipe"), (p.stdout if fd == 2 else p.stderr, "other")):
+            t = threading.Thread(target=drain, args=(f, key))
+            t.start()
+            drained.append(t)
+        p.wait(timeout=300)
+        for t in drained:
+            t.join()
+        (p.stdout or p.stderr).close()
+        err = out["pipe"] if fd == 2 else out["other"]
+        return p.returncode, err.lstrip(b"#").decode(errors="replace")
+
+    def gen_dump(self, path):
+        """200 LOADs of 4 KiB of code for pid 19989 (demo.data's node),
+        then the start of a record cut off: its warning ("truncated tail")
+        is written when every record has been read and no image yet."""
+        b = jitdump_gen.JitdumpBuilder(pid=19989, timestamp=3709214986026)
+        for i in range(200):
+            b.load(b"JS:*f%d" % i, jitdump_gen.x86_64_code(4096, i), jitdump_gen.BASE64 + 0x1000 * i,
+                   i, timestamp=3709214986026 + i)
+        b.raw(struct.pack("<IIQ", 0, 100000, 3709214986026 + 500))
+        b.write(path)
+
+    def check_dump_under_inject(self, layout):
+        before = self.first_run()
+        os.mkdir(os.path.join(self.t, "in"))
+        dump = os.path.join(self.t, "in", "gen.dump")
+        self.gen_dump(dump)
+        rc, err = self.run_blocked([PERFGRAFT, "inject", "-q", "--layout", layout, "-i", "perf.data",
+                                    "--jitdump", "in/gen.dump", "-o", "out.data"], 2, dump, 4096)
+        self.assertEqual(rc, 1, err)
+        self.assertEqual(errors(err), ["perfgraft: in/gen.dump: changed while being read"], err)
+        self.assertEqual(temps(self.t), [])
+        self.assertUnchanged(before, self.t, "in/gen.dump")
+
+    def test_jitdump_shrinks_before_its_images_memory_layout(self):
+        """The image builder reads the code it hashes and writes from the
+        mapping: SIGBUS there reads zeros, and no image is kept."""
+        self.check_dump_under_inject("memory")
+
+    def test_jitdump_shrinks_before_its_images_packed_layout(self):
+        """Packed images hash the code as it is read and write it later
+        through libelf's pwrite from the mapping: the kernel's EFAULT (no
+        signal) is the same error."""
+        self.check_dump_under_inject("packed")
+
+    def test_perfdata_shrinks_under_inject(self):
+        """inject -i FILE -o -: the perf.data stays mapped while the output
+        waits for its reader."""
+        shutil.copy(os.path.join(FIX, "demo.data"), os.path.join(self.t, "in.data"))
+        os.mkdir(os.path.join(self.t, "none"))
+        before = tree(self.t)
+        del before["in.data"]
+        rc, err = self.run_blocked([PERFGRAFT, "inject", "-q", "--jitdump-dir", "none",
+                                    "-i", "in.data", "-o", "-"], 1,
+                                   os.path.join(self.t, "in.data"), 65536)
+        self.assertEqual(rc, 1, err)
+        self.assertEqual(errors(err), ["perfgraft: in.data: changed while being read"], err)
+        self.assertUnchanged(before, self.t, "in.data")
+
+    def test_jitdump_shrinks_under_dump(self):
+        dump = os.path.join(self.t, "j.dump")
+        shutil.copy(os.path.join(FIX, "jit-19989.dump"), dump)
+        rc, err = self.run_blocked([PERFGRAFT, "dump", "j.dump"], 1, dump, 8192)
+        self.assertEqual(rc, 1, err)
+        self.assertEqual(errors(err), ["perfgraft: j.dump: changed while being read"], err)
+
+
+class FileSizeLimit(Tmp):
+    """ulimit -f: a write past RLIMIT_FSIZE is a write error (EFBIG) with
+    one message, exit 1 and nothing of the run left (today: killed by
+    SIGXFSZ, the hidden temporary and an empty OUTPUT.d left)."""
+
+    def limited(self, cmd, limit):
+        def lim():
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        return run(cmd, cwd=self.t, preexec_fn=lim)
+
+    def check(self, r, before, what):
+        self.assertEqual(r.returncode, 1, r.stderr)	# not -SIGXFSZ
+        errs = errors(r.stderr)
+        self.assertEqual(len(errs), 1, r.stderr)
+        self.assertRegex(errs[0], what + r": .*File too large$")
+        self.assertUnchanged(before, self.t)
+
+    def test_inject_images(self):
+        """The memory layout's images are larger than the limit; the
+        earlier out.data and its packed images stay as they were."""
+        before = self.first_run()
+        r = self.limited([PERFGRAFT, "inject", "-q", "--jitdump-dir", FIX, "-i", "perf.data",
+                          "-o", "out.data"], 256 << 10)
+        self.check(r, before, r"out\.data\.d/jitted-19989-\S+\.so: cannot write ELF image")
+
+    def test_inject_output(self):
+        """The images exist (reused): the perf.data is what fails."""
+        before = self.first_run()
+        r = self.limited([PERFGRAFT, "inject", "-q", "--layout", "packed", "--jitdump-dir", FIX,
+                          "-i", "perf.data", "-o", "out.data"], 256 << 10)
+        self.check(r, before, r"out\.data")
+
+    def test_xray(self):
+        """Compressed on the writer's worker threads: the write that fails
+        is theirs."""
+        import xray_gen
+        with open(os.path.join(self.t, "t.xray"), "wb") as f:
+            f.write(xray_gen.long_calls_fdr(threads=1, gap_ns=10**9).data)
+        r = run([PERFGRAFT, "xray", "-q", "--thin-after", "0", "t.xray", "-o", "x.data"], cwd=self.t)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertGreater(os.path.getsize(os.path.join(self.t, "x.data")), 256 << 10)
+        before = tree(self.t)
+        r = self.limited([PERFGRAFT, "xray", "-q", "--thin-after", "0", "t.xray", "-o", "x.data"],
+                         64 << 10)
+        self.check(r, before, r"x\.data: cannot compress or write")
+
+    def test_gperf(self):
+        import gperf_gen
+        c = gperf_gen.build("limit", records=gperf_gen.base_stacks(), maps=gperf_gen.base_maps())
+        with open(os.path.join(self.t, "p.prof"), "wb") as f:
+            f.write(c.data)
+        r = run([PERFGRAFT, "gperf", "-q", "p.prof", "-o", "g.data"], cwd=self.t)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertGreater(os.path.getsize(os.path.join(self.t, "g.data")), 2048)
+        before = tree(self.t)
+        r = self.limited([PERFGRAFT, "gperf", "-q", "p.prof", "-o", "g.data"], 2048)
+        self.check(r, before, r"g\.data")
 
 
 class OutputDir(Tmp):

@@ -38,9 +38,18 @@
  * pick temporary file names with rand(), which advances the process's
  * rand() sequence; "-" paths read standard input or write standard
  * output; a compressing perf.data writer runs worker threads of its own
- * (see perfdata.h).  No function installs signal handlers or changes the
- * locale or the working directory; only the jitdump writer reads the
- * environment ($JITDUMPDIR, $HOME, the local date: see jitwriter.h). */
+ * (see perfdata.h).  No function but pg_install_sigbus_handler() installs
+ * signal handlers, and none changes the locale or the working directory;
+ * only the jitdump writer reads the environment ($JITDUMPDIR, $HOME, the
+ * local date: see jitwriter.h).
+ *
+ * Inputs are mapped, not copied, and the mappings are listed process-wide:
+ * a file that another process truncates while it is read is SIGBUS,
+ * unless the program installed pg_install_sigbus_handler(); once an input
+ * is found changed (it faulted, or it is shorter than when it was mapped),
+ * every later commit of an output in the process fails with "FILE: changed
+ * while being read" (-EIO).  Writes past RLIMIT_FSIZE fail with -EFBIG (a
+ * write error like any other) when the program ignores SIGXFSZ. */
 #ifndef PERFGRAFT_COMMON_H
 #define PERFGRAFT_COMMON_H
 
@@ -80,6 +89,18 @@ struct pg_diag {
 /* The library's version ("MAJOR.MINOR.PATCH", the project version and the
  * pkg-config --modversion), a static string.  Safe from any thread. */
 const char *pg_version(void);
+
+/* Installs a process-wide SIGBUS handler for the library's mapped inputs
+ * (perfgraft(1) does).  A read past the end of an input that shrank while
+ * mapped then reads zeros instead of killing the process, and the work
+ * fails with "FILE: changed while being read" (-EIO) before it commits
+ * an output: every later output commit of the process (pg_pdw_close,
+ * pg_elfset_commit, ...) fails so, since the bytes read from it may be in
+ * any of them, and a failure reported after it names it.  Any other SIGBUS goes to the handler installed before
+ * this one, or, when there was none, removes the temporary files of
+ * unfinished outputs and ends the process with SIGBUS as before.  Call it
+ * once, before reading; later calls do nothing.  0 or a negative errno. */
+int pg_install_sigbus_handler(void);
 
 #ifdef __cplusplus
 }

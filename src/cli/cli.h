@@ -32,7 +32,11 @@ void json_warnings_error(FILE *f, const struct cli_warnings *w, const char *err)
 double now_seconds(void);
 
 /* safety.c */
-void cli_signals_init(void);	/* SIGINT/TERM/HUP remove the run's temporaries */
+/* SIGINT/TERM/HUP remove the run's temporaries; SIGBUS on a shrinking
+ * input reads zeros (the run then fails); SIGXFSZ is ignored (EFBIG) */
+void cli_signals_init(void);
+/* ret, or EXIT_BADINPUT with the message when an input changed */
+int cli_inputs_unchanged(int ret);
 void cli_pipe_output(void);	/* EPIPE instead of SIGPIPE: for perf.data writers */
 bool cli_same_file(const char *output, const char *input);
 int cli_refuse_same(const char *output, const char *input);	/* -1 with a message */

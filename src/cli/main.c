@@ -46,7 +46,7 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (!strcmp(argv[1], cmds[i].name))
-			return cmds[i].fn(argc - 1, argv + 1);
+			return cli_inputs_unchanged(cmds[i].fn(argc - 1, argv + 1));
 	cli_error("'%s' is not a perfgraft command (see 'perfgraft --help')", argv[1]);
 	return EXIT_USAGE;
 }

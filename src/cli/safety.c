@@ -37,6 +37,26 @@ void cli_signals_init(void)
 			continue;
 		sigaction(sigs[i], &sa, NULL);
 	}
+	/* an input truncated by another process while it is mapped: zeros
+	 * are read and the run fails naming it, instead of SIGBUS leaving the
+	 * temporaries (any other SIGBUS still removes them, then kills) */
+	pg_install_sigbus_handler();
+	/* past ulimit -f a write fails with EFBIG: one message and the
+	 * failure path's cleanup, not a death that leaves the temporary */
+	signal(SIGXFSZ, SIG_IGN);
+}
+
+int cli_inputs_unchanged(int ret)
+{
+	struct pg_diag d = { 0 };
+
+	/* a command that wrote to stdout has nothing to commit: its output
+	 * is already out, but the run must not look successful */
+	if (ret == 0 && pg_inputs_check(&d) < 0) {
+		cli_error("%s", d.err);
+		return EXIT_BADINPUT;
+	}
+	return ret;
 }
 
 void cli_pipe_output(void)

@@ -433,6 +433,10 @@ fail:
 	for (size_t i = base_img; i < j->nimgs; i++)
 		free(j->imgs[i].path);
 	j->nimgs = base_img;
+	/* a dump that changed while read (zeros where it shrank) fails the
+	 * run, as the commit would: not a damaged dump left out */
+	if (!fatal && pg_inputs_check(&dd) < 0)
+		fatal = true;
 	if (fatal) {
 		/* dd's message names the image file and the system's error */
 		ret = pg_err(j->diag, ret < 0 ? ret : -EIO, "%s", dd.err);
@@ -915,6 +919,9 @@ static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 		st->output_bytes = pg_pdw_bytes(j.w);
 		ret = pg_pdw_finish(j.w);
 	}
+	/* the commits would find it too, but report into the sets' diags */
+	if (!ret)
+		ret = pg_inputs_check(diag);
 	for (size_t i = 0; !ret && i < j.nsets; i++)
 		ret = commit_keep(j.sets[i]);
 	if (!ret && j.w) {

@@ -49,6 +49,7 @@ struct pg_perfdata {
 	const uint8_t *base;
 	size_t size;
 	bool mapped;
+	long mreg;		/* its entry in the input mappings' registry, or -1 */
 	int fd;			/* stream input, -1 otherwise */
 	uint64_t pos;		/* offset of the next record */
 	uint64_t data_off, data_end;
@@ -133,8 +134,10 @@ void pg_perfdata_close(pg_perfdata *pd)
 {
 	if (!pd)
 		return;
-	if (pd->mapped)
+	if (pd->mapped) {
+		pg_map_unregister(pd->mreg);
 		munmap((void *)pd->base, pd->size);
+	}
 	if (pd->fd > STDIN_FILENO)	/* a stream opened by path (a FIFO) */
 		close(pd->fd);
 	for (size_t i = 0; i < pd->nattrs; i++) {
@@ -444,6 +447,7 @@ static int new_pd(const char *name, struct pg_diag *diag, pg_perfdata **out)
 	}
 	pd->diag = diag;
 	pd->fd = -1;
+	pd->mreg = -1;
 	*out = pd;
 	return 0;
 }
@@ -499,6 +503,9 @@ int pg_perfdata_open(const char *path, struct pg_diag *diag, pg_perfdata **out)
 		pd->base = map;
 		pd->size = (size_t)sb.st_size;
 		pd->mapped = true;
+		/* a shrink while it is read is a clear error, not SIGBUS
+		 * (standard input stays open: checked through it) */
+		pd->mreg = pg_map_register(map, (uint64_t)sb.st_size, pd->name, fd, is_stdin);
 		if (!is_stdin)
 			close(fd);
 	} else {
@@ -765,6 +772,11 @@ static int next_raw(pg_perfdata *pd, struct pg_pd_rec *r)
 	uint32_t type;
 
 	memset(r, 0, sizeof(*r));
+	/* the SIGBUS handler gave zeros for what the file lost: stop there */
+	if (pg_map_changed(pd->mreg)) {
+		pd->done = true;
+		return pg_err(pd->diag, -EIO, "%s: changed while being read", pd->name);
+	}
 	if (pd->fd >= 0) {
 		int ret = read_full(pd, &pd->rbuf, &pd->rcap, 0, 8);
 

@@ -851,6 +851,9 @@ int pg_pdw_close(pg_pdw *w)
 	int ret = pg_pdw_finish(w);
 
 	if (w->is_stdout) {
+		/* written already: the reader at least learns of a changed input */
+		if (!ret)
+			ret = pg_inputs_check(w->diag);
 		free_w(w);
 		return ret;
 	}

@@ -2,6 +2,10 @@
 #include <stdio.h>
 #include "util/util.h"
 
+/* mapfile.c sets it with the first mapped input (the JVMTI agent, which
+ * builds this file without it, maps none) */
+_Atomic(pg_err_hook_fn) pg_err_hook;
+
 const char *pg_version(void)
 {
 	return PG_VERSION;
@@ -9,6 +13,7 @@ const char *pg_version(void)
 
 int pg_err(struct pg_diag *d, int err, const char *fmt, ...)
 {
+	pg_err_hook_fn hook = atomic_load(&pg_err_hook);
 	va_list ap;
 
 	if (d) {
@@ -16,6 +21,8 @@ int pg_err(struct pg_diag *d, int err, const char *fmt, ...)
 		vsnprintf(d->err, sizeof(d->err), fmt, ap);
 		va_end(ap);
 	}
+	if (hook)
+		hook(d, err);
 	return err;
 }
 

@@ -91,8 +91,15 @@ int pg_outfile_commit(struct pg_outfile *f, struct pg_diag *d)
 {
 	int ret = pg_outfile_finish(f, d);
 
-	if (ret || f->direct || !f->tmpname)
+	/* an input that changed while it was read may be in these bytes */
+	if (!ret)
+		ret = pg_inputs_check(d);
+	if (ret) {
+		pg_outfile_abort(f);
 		return ret;
+	}
+	if (f->direct || !f->tmpname)
+		return 0;
 	/* rename gives the name a new inode: a hard link that perf's build-id
 	 * cache holds to an earlier image keeps the earlier bytes. */
 	if (renameat(f->dirfd, f->tmpname, f->dirfd, f->name) < 0) {

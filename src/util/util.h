@@ -15,6 +15,11 @@
 
 /* Sets diag->err and returns err (a negative errno). */
 int pg_err(struct pg_diag *d, int err, const char *fmt, ...) PG_PRINTF(3, 4);
+/* Called by pg_err after the message is set: pg_inputs_blame, once an
+ * input is mapped. */
+#include <stdatomic.h>
+typedef void (*pg_err_hook_fn)(struct pg_diag *d, int err);
+extern _Atomic(pg_err_hook_fn) pg_err_hook;
 void pg_warn(struct pg_diag *d, const char *fmt, ...) PG_PRINTF(2, 3);
 
 /* Growable byte buffer that encodes integers in a chosen byte order. */
@@ -128,6 +133,27 @@ void pg_unmap_file(const uint8_t *base, size_t size);
  * pg_map_file, once read: resident memory stays at what is being read,
  * not the file's size (the pages come back from the file if touched). */
 void pg_release_mapped(const uint8_t *base, uint64_t off, uint64_t end);
+
+/* Inputs that change while mapped (mapfile.c).  pg_map_file lists its
+ * mapping in a process-wide registry; a reader that maps a file itself
+ * lists it with pg_map_register (size: the file's bytes mapped at base;
+ * fd: the mapped file, kept for later checks when fd_stays, otherwise the
+ * file is found again by name, device and inode) and calls
+ * pg_map_unregister before munmap.  -1 when it cannot be listed (the
+ * mapping is then unguarded: a shrink is SIGBUS).  pg_map_changed: the
+ * SIGBUS handler found a read past the file's new end (zeros were read);
+ * a cheap per-record test.  pg_inputs_check: 0, or -EIO with "NAME:
+ * changed while being read" when any input of the process changed
+ * (faulted, or now shorter than mapped); every commit calls it.
+ * pg_inputs_blame (pg_err calls it through pg_err_hook): when an input changed, the message
+ * names that instead (an error after it is most likely its effect); an
+ * EFAULT first re-checks the sizes (a write from a lost page fails so,
+ * without SIGBUS). */
+long pg_map_register(const void *base, uint64_t size, const char *name, int fd, bool fd_stays);
+void pg_map_unregister(long handle);
+bool pg_map_changed(long handle);
+int pg_inputs_check(struct pg_diag *d);
+void pg_inputs_blame(struct pg_diag *d, int err);
 
 /* Text output (text.c).  Longer strings are cut when printed escaped: a
  * hostile dump that repeats a huge name would otherwise make the output
