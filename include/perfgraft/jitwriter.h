@@ -50,7 +50,8 @@
  * truncated only once the lock is held, so a dump that no writer holds
  * (left by an earlier, perhaps crashed, process with the same pid) is
  * replaced as before.  On a file system without flock locks the dump is
- * written unlocked.  A child of fork() shares the parent's lock (the same
+ * written unlocked; on NFS, where Linux emulates flock with POSIX locks,
+ * only writers of other processes are kept out.  A child of fork() shares the parent's lock (the same
  * open file) until it closes its copy or execs (the descriptor is
  * close-on-exec).
  *
