@@ -476,10 +476,12 @@ int pg_jitwriter_open_as(const struct pg_jitwriter_opts *user_opts, const char *
 
 fail:
 	pg_buf_free(&b);
-	if (w->fd >= 0)
-		close(w->fd);
+	/* unlinked while the lock is held: a writer that comes next creates
+	 * a file of its own instead of locking the one about to go */
 	if (made_file)
 		unlink(w->path);
+	if (w->fd >= 0)
+		close(w->fd);
 	if (made_dir)
 		rmdir(dir);
 	free(dir);
