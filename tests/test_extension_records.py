@@ -7,7 +7,11 @@ adjacent chains sharing a level, UNLOADs), INLINE_INFO damaged in every
 count and index (dropped by the reader with a warning), ranges the code
 model drops (empty, overlapping, out of order, outside the code, for other
 code), two INLINE_INFO before one LOAD, and records shorter than their
-fixed part (fatal); each little-endian x86-64, big-endian ppc64 and i386.
+fixed part (skipped with a warning, as perf skips them); each little-endian
+x86-64, big-endian ppc64 and i386.  ShortRecords: inject, elf and
+symbolize on a dump of 20 LOADs with one short UNLOAD or INLINE_INFO among
+them use all 20 functions; a record whose size is itself impossible stays
+an error (too small) or a truncated tail (past the end).
 
 Checked: the exact `dump --json` record fields and summary, the exact
 warnings and errors with their offsets (dump, dump --json, elf), the text
@@ -33,6 +37,7 @@ sys.path.insert(0, HERE)
 
 import dwarf_dies  # noqa: E402
 import jitdump_gen as gen  # noqa: E402
+import perfdata_gen  # noqa: E402
 
 PERFGRAFT = os.environ.get("PERFGRAFT", os.path.join(ROOT, "build", "perfgraft"))
 TIMEOUT = 120
@@ -199,31 +204,34 @@ class ExtensionRecords(unittest.TestCase):
                 self.assertIn(", %d INLINE_INFO, %d UNLOAD\n" % (s["inline_infos"], s["unloads"]),
                               p.out)
 
-    def test_03_fatal_short_records(self):
-        """INLINE_INFO / UNLOAD shorter than the fixed part: exit 1, the exact
-        error at the record's offset (dump, dump --json, elf); the records
-        before it listed."""
-        names = self.names(lambda e: e.exit == 1)
+    def test_03_short_records_skipped(self):
+        """INLINE_INFO / UNLOAD shorter than the fixed part: skipped with one
+        warning at the record's offset (dump, dump --json, elf), exit 0,
+        every LOAD there, the INLINE_INFO pending before it kept."""
+        names = self.names(lambda e: bool(e.skipped))
         self.assertEqual(len(names), 12)
         for name in names:
             path, e = self.cases[name]
             fname = name + ".dump"
-            err = "%s: offset %d: %s" % (fname, e.error[0], e.error[1])
+            want = warn_lines(fname, e.skipped)
+            self.assertEqual(len(want), 1)
+            self.assertRegex(want[0], r"record of \d+ bytes is smaller than its \d+-byte fixed "
+                             r"part; record skipped$")
             with self.subTest(case=name, cmd="dump"):
                 p = self.pg("dump", fname)
-                self.assertEqual(p.returncode, 1, describe(p))
-                self.assertEqual(stderr_diags(p), ["perfgraft: " + err], describe(p))
+                self.assertEqual(p.returncode, 0, describe(p))
+                self.assertEqual(stderr_diags(p), want, describe(p))
             with self.subTest(case=name, cmd="dump --json"):
                 p, doc = self.dump_json(name)
-                self.assertEqual(p.returncode, 1, describe(p))
-                self.assertEqual(doc["error"], err)
-                self.assertEqual(doc["records"], [r.json for r in e.builder.records])
-                self.assertEqual(doc["summary"], e.summary)
+                self.assertEqual(p.returncode, 0, describe(p))
+                self.assertIsNone(doc["error"])
+                self.assertEqual([r["type"] for r in doc["records"]],
+                                 ["INLINE_INFO", "DEBUG_INFO", "LOAD"] * 2)
+                self.assertEqual(doc["summary"]["loads"], 2)
             with self.subTest(case=name, cmd="elf"):
-                with tempfile.TemporaryDirectory() as d:
-                    p = self.pg("elf", fname, "-o", d)
-                    self.assertEqual(p.returncode, 1, describe(p))
-                    self.assertEqual(stderr_diags(p), ["perfgraft: " + err], describe(p))
+                p, _, rows = self.elf(name)
+                self.assertEqual(stderr_diags(p), want, describe(p))
+                self.assertEqual(sorted(r["code_index"] for r in rows), [0, 1])
 
     def test_04_byte_orders_agree(self):
         """Big-endian ppc64 and little-endian x86-64 dumps give the same
@@ -271,8 +279,8 @@ class ExtensionRecords(unittest.TestCase):
                     self.assertEqual(n, sum(len(f.chains) for f in e.funcs))
                     checked += n
         # 3 layouts x 2 modes x (6 valid, 1 after each of 16 victims, twice 3,
-        # model cases 2+2+1+2+3)
-        self.assertEqual(checked, 3 * 2 * (6 + 16 + 3 + 10))
+        # model cases 2+2+1+2+3, 4 short-record cases with 2 each)
+        self.assertEqual(checked, 3 * 2 * (6 + 16 + 3 + 10 + 8))
 
     def check_elf(self, name, e, per_function):
         fname = name + ".dump"
@@ -374,6 +382,122 @@ class ExtensionRecords(unittest.TestCase):
                 ext.setdefault(r["type"], set()).add(name)
         self.assertEqual(ext.get("INLINE_INFO"), {"09-inline-unload.jd", "10-inline-be-damaged.jd"})
         self.assertEqual(ext.get("UNLOAD"), {"09-inline-unload.jd", "10-inline-be-damaged.jd"})
+
+
+class ShortRecords(unittest.TestCase):
+    """One extension record shorter than its fixed part among 20 LOADs:
+    inject, elf and symbolize use all 20 functions, with one warning naming
+    the file and the record's offset, exit 0 (perf skips such a record as
+    an unknown id; perfgraft gave up the whole dump).  A record whose own
+    size is impossible is still what it was: an error when smaller than
+    the record header, a truncated tail when past the end."""
+
+    N = 20
+    PID = perfdata_gen.PID
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="perfgraft-extshort-")
+        self.addCleanup(self._tmp.cleanup)
+        self.tmp = self._tmp.name
+        # a perf.data whose marker names TMP/jit-PID.dump (rewritten below)
+        perfdata_gen.make_case(self.tmp, "p")
+        self.dump = os.path.join(self.tmp, "jit-%d.dump" % self.PID)
+
+    def addr(self, i):
+        return perfdata_gen.JIT_BASE + 0x1000 + i * 0x100
+
+    def write(self, rid, size, total_size=None):
+        """20 LOADs with the record (id rid, size bytes, total_size saying
+        so unless given) after the 10th; returns its offset."""
+        t0 = perfdata_gen.T0
+        b = gen.JitdumpBuilder(pid=self.PID, timestamp=t0)
+        at = None
+        for i in range(self.N):
+            if i == self.N // 2:
+                at = b.offset
+                rec = bytearray(gen.short_record(b, rid, size, t0 + 19_500 + i * 1000))
+                if total_size is not None:
+                    rec[4:8] = b.u32(total_size)
+                b.raw(bytes(rec))
+            b.load(b"JS:*f%02d" % i, gen.x86_64_code(0x40, i), self.addr(i), i + 1,
+                   timestamp=t0 + 20_000 + i * 1000)
+        b.close(timestamp=t0 + 90_000)
+        b.write(self.dump)
+        return at
+
+    def pg(self, *args):
+        return run([PERFGRAFT] + list(args), cwd=self.tmp)
+
+    def expect_skipped(self, p, path, at, what, size, fixed):
+        self.assertEqual(p.returncode, 0, describe(p))
+        self.assertEqual(stderr_diags(p), [
+            "perfgraft: warning: %s: offset %d: %s record of %d bytes is smaller than its "
+            "%d-byte fixed part; record skipped" % (path, at, what, size, fixed)], describe(p))
+
+    def check_all_used(self, rid, size):
+        what = "UNLOAD" if rid == gen.JIT_CODE_UNLOAD else "INLINE_INFO"
+        fixed = gen.UNLOAD_FIXED if rid == gen.JIT_CODE_UNLOAD else gen.INLINE_FIXED
+        at = self.write(rid, size)
+        want = [self.addr(i) for i in range(self.N)]
+        with self.subTest(what=what, size=size, cmd="inject"):
+            p = self.pg("inject", "-i", "p.data", "-o", "out.data")
+            self.expect_skipped(p, self.dump, at, what, size, fixed)
+            self.assertIn("(%d LOAD, 0 MOVE)" % self.N, p.err)
+            self.assertIn("; %d MMAP2 injected" % self.N, p.err)
+            d = self.pg("dump", "--json", "out.data")
+            self.assertEqual(d.returncode, 0, describe(d))
+            images = os.path.join(self.tmp, "out.data.d")
+            starts = sorted(r["start"] for r in json.loads(d.out)["records"]
+                            if r["name"] == "MMAP2"
+                            and r["filename"].startswith(images + os.sep))
+            self.assertEqual(starts, want)
+        with self.subTest(what=what, size=size, cmd="elf"):
+            p = self.pg("elf", os.path.basename(self.dump), "-o", "elf", "--list")
+            self.expect_skipped(p, os.path.basename(self.dump), at, what, size, fixed)
+            self.assertEqual(sorted(r["code_addr"] for r in parse_list(p.out)), want)
+        with self.subTest(what=what, size=size, cmd="symbolize"):
+            p = self.pg("symbolize", os.path.basename(self.dump),
+                        *["0x%x" % (a + 0x10) for a in want])
+            self.expect_skipped(p, os.path.basename(self.dump), at, what, size, fixed)
+            self.assertEqual(p.out.splitlines(),
+                             ["0x%x\tJS:*f%02d+0x10\t??:0" % (a + 0x10, i)
+                              for i, a in enumerate(want)])
+
+    def test_short_unload(self):
+        self.check_all_used(gen.JIT_CODE_UNLOAD, 16)
+
+    def test_short_unload_one_byte_less(self):
+        self.check_all_used(gen.JIT_CODE_UNLOAD, gen.UNLOAD_FIXED - 1)
+
+    def test_short_inline_info(self):
+        self.check_all_used(gen.JIT_CODE_INLINE_INFO, 16)
+
+    def test_short_inline_info_one_byte_less(self):
+        self.check_all_used(gen.JIT_CODE_INLINE_INFO, gen.INLINE_FIXED - 1)
+
+    def test_impossible_sizes_unchanged(self):
+        """A size below the 16-byte record header is damage: exit 1 at its
+        offset; one past the end is a truncated tail: the LOADs before it,
+        a warning, exit 0.  For an extension id as for any other."""
+        for rid in (gen.JIT_CODE_UNLOAD, gen.JIT_CODE_INLINE_INFO, 0x7067ffff):
+            with self.subTest(id=rid, total_size=8):
+                at = self.write(rid, 16, total_size=8)
+                p = self.pg("elf", os.path.basename(self.dump), "-o", "elf8", "--list")
+                self.assertEqual(p.returncode, 1, describe(p))
+                self.assertEqual(stderr_diags(p), [
+                    "perfgraft: %s: offset %d: record total_size 8 is smaller than the "
+                    "16-byte record header" % (os.path.basename(self.dump), at)], describe(p))
+            with self.subTest(id=rid, total_size="past the end"):
+                size = os.path.getsize(self.dump)
+                at = self.write(rid, 16, total_size=size)
+                p = self.pg("elf", os.path.basename(self.dump), "-o", "elfbig", "--list")
+                self.assertEqual(p.returncode, 0, describe(p))
+                self.assertEqual(stderr_diags(p), [
+                    "perfgraft: warning: %s: offset %d: record (id %d) needs %d bytes but "
+                    "only %d remain; truncated tail ignored"
+                    % (os.path.basename(self.dump), at, rid, size, size - at)], describe(p))
+                self.assertEqual(sorted(r["code_addr"] for r in parse_list(p.out)),
+                                 [self.addr(i) for i in range(self.N // 2)])
 
 
 if __name__ == "__main__":

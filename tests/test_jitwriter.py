@@ -24,6 +24,10 @@ through tests/jit/testjit.c, a small x86-64 JIT built beside perfgraft
      jit_spin_cfi unwind to its caller through the UNWINDING_INFO tables;
      without them (testjit -u, negative control) they do not.
   f  SelfTest: testjit selftest (C-level API checks).
+  g  TwoWriters: a second writer on the same dump (testjit twice: in the
+     same process, as an agent loaded twice; a lock held by another
+     process) is refused with one message and the first writer's dump is
+     whole; a dump no writer holds (a crashed process's) is replaced.
 
 perf is always run as `perf --buildid-dir TMP/debug ...` (record with
 -N), HOME and JITDUMPDIR point into temporary directories: ~/.debug is
@@ -32,6 +36,7 @@ removed afterwards (PERFGRAFT_KEEP_TMP=1 keeps them).  Tests that need
 perf are skipped only when `perf record -e cpu-clock` cannot run here.
 """
 
+import fcntl
 import json
 import os
 import re
@@ -849,6 +854,75 @@ class DumpDir(unittest.TestCase):
         rc, _, err = run([TESTJIT, "emit"], env=dict(self.env, JITDUMPDIR=jd), check=False)
         self.assertEqual(rc, 1)
         self.assertIn(os.path.join(jd, ".debug"), err)
+
+
+class TwoWriters(unittest.TestCase):
+    """(g) one writer per dump: the writer locks it (flock, which conflicts
+    between two opens in one process too).  Until then a second open
+    truncated the live dump and both wrote at their own offsets: of 1000
+    functions, the second's 500 survived, then garbage, no CLOSE."""
+
+    LOCKED = ("%s: another jitdump writer has this dump open and locked (a second writer "
+              "in this process, such as an agent loaded twice, or another process writing "
+              "this name); not opened, that writer's dump is left as it is")
+
+    def setUp(self):
+        self.tmp = mkdtemp("twice")
+        self.env = base_env(self.tmp)
+
+    def tearDown(self):
+        rmtree(self.tmp)
+
+    def check_whole(self, dump, names):
+        """The dump holds exactly these LOADs in order, then its CLOSE, and
+        nothing after it."""
+        _, d, _ = dump_json(dump)
+        self.assertEqual(d["warnings"], [])
+        self.assertIsNone(d["error"])
+        loads = [r for r in d["records"] if r["id"] == LOAD]
+        self.assertEqual([r["name"] for r in loads], names)
+        self.assertEqual([r["code_index"] for r in loads], list(range(1, len(names) + 1)))
+        self.assertEqual([r["type"] for r in d["records"]], ["LOAD"] * len(names) + ["CLOSE"])
+        last = d["records"][-1]
+        self.assertEqual(last["offset"] + last["size"], os.path.getsize(dump))
+
+    def test_same_process(self):
+        for extra in ([], ["-N", "code.bin"]):
+            with self.subTest(args=extra):
+                _, out, err = run([TESTJIT, "twice", "-d", self.tmp, "-n", "1000"] + extra,
+                                  env=self.env)
+                dump = JitRun(out).dump
+                self.check_whole(dump, ["twice-1-%d" % i for i in range(1000)])
+                self.assertEqual([ln for ln in out.splitlines() if ln.startswith("second")],
+                                 ["second refused %d %s" % (16, self.LOCKED % dump)])  # EBUSY
+                self.assertEqual(err, "")
+                os.unlink(dump)
+
+    def test_other_process(self):
+        """A lock another process holds: refused (exit 1, the message),
+        its file untouched.  Released (its writer died: the kernel drops
+        the lock), the stale file is replaced by a whole dump."""
+        path = os.path.join(self.tmp, "shared.dump")
+        junk = b"JiTD" + bytes(range(256)) * 8
+        with open(path, "wb") as f:
+            f.write(junk)
+        fd = os.open(path, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            rc, _, err = run([TESTJIT, "emit", "-d", self.tmp, "-N", "shared.dump"],
+                             env=self.env, check=False)
+            self.assertEqual(rc, 1, err)
+            self.assertIn(self.LOCKED % path, err)
+            with open(path, "rb") as f:
+                self.assertEqual(f.read(), junk)
+        finally:
+            os.close(fd)
+        _, out, _ = run([TESTJIT, "emit", "-d", self.tmp, "-N", "shared.dump"], env=self.env)
+        self.assertEqual(JitRun(out).dump, path)
+        _, d, _ = dump_json(path)
+        self.assertEqual(d["warnings"], [])
+        self.assertEqual([r["type"] for r in d["records"]],
+                         ["DEBUG_INFO", "LOAD", "DEBUG_INFO", "LOAD", "CLOSE"])
 
 
 class SelfTest(unittest.TestCase):

@@ -15,6 +15,10 @@ directory) runs a hot loop whose method `work(int, String)` calls
   - `jcmd PID JVMTI.agent_load` into a running JVM replays what was compiled
     and generated before the attach;
   - methods of an unloaded class get UNLOAD records matching their LOADs;
+  - a copy of the agent loaded a second time (jcmd JVMTI.agent_load of a
+    copy at another path, or two -agentpath) finds the dump locked by the
+    first: one line, it writes nothing, the JVM runs on, and the dump holds
+    exactly what the first agent reports having written, ending in CLOSE;
   - a full file system (a 64 KiB tmpfs; root only) stops the agent with one
     message and the JVM exits 0.
 No perf recording here (the Java acceptance tests do that).  Everything
@@ -356,6 +360,103 @@ class Jvmti(unittest.TestCase):
         self.assertGreater(doc["summary"]["debug_infos"], 0)
         self.assertEqual(doc["records"][-1]["type"], "CLOSE")
         self.assertIn("perfgraft-jvmti: writing " + path, jerr.decode())
+
+    LOCKED = ("perfgraft-jvmti: %s: another jitdump writer has this dump open and locked "
+              "(a second writer in this process, such as an agent loaded twice, or another "
+              "process writing this name); not opened, that writer's dump is left as it is; "
+              "this copy of the agent writes nothing, the JVM runs on")
+    COUNTS = re.compile(r"^perfgraft-jvmti: (\d+) compiled methods, (\d+) stubs, (\d+) unloads"
+                        r"(?: \(some written without their chains or lines\))? in (.*)$")
+
+    def agent_copy(self):
+        copy = os.path.join(self.tmp, "copy", os.path.basename(AGENT))
+        if not os.path.exists(copy):
+            os.makedirs(os.path.dirname(copy))
+            shutil.copy(AGENT, copy)
+        return copy
+
+    def check_loaded_twice(self, jerr, path, t_second):
+        """One refusal line from the second copy; the dump is whole and holds
+        what the first copy (verbose=on) counted, its CLOSE written after
+        the second copy came."""
+        lines = agent_lines(jerr)
+        counts = [self.COUNTS.match(ln) for ln in lines]
+        counts = [m for m in counts if m]
+        self.assertEqual(len(counts), 1, jerr)
+        self.assertEqual(counts[0].group(4), path)
+        methods, stubs, unloads = (int(counts[0].group(i)) for i in (1, 2, 3))
+        doc = self.dump(path)
+        self.assertEqual(doc["warnings"], [])
+        self.assertEqual((doc["summary"]["loads"], doc["summary"]["unloads"]),
+                         (methods + stubs, unloads))
+        self.assertGreater(methods, 0)
+        self.assertEqual(doc["summary"]["closes"], 1)
+        last = doc["records"][-1]
+        self.assertEqual(last["type"], "CLOSE")
+        self.assertEqual(last["offset"] + last["size"], os.path.getsize(path))
+        self.assertGreater(last["timestamp"], t_second)
+        idx = [r["code_index"] for r in doc["records"] if r["type"] == "LOAD"]
+        self.assertEqual(idx, list(range(1, len(idx) + 1)))
+        refused = [ln for ln in lines if "locked" in ln]
+        self.assertEqual(refused, [self.LOCKED % path], jerr)
+        self.assertEqual(sorted(set(lines) - set(refused) - {counts[0].group(0)}),
+                         ["perfgraft-jvmti: writing " + path], jerr)
+
+    def test_loaded_twice_attach(self):
+        """-agentpath, then jcmd JVMTI.agent_load of a copy at another path
+        (its own globals, so not "already loaded"): the copy is refused
+        (jcmd: return code -1) and the first agent's dump stays whole."""
+        if shutil.which("jcmd") is None:
+            self.skipTest("jcmd not found")
+        d = os.path.join(self.tmp, "twice-attach")
+        os.mkdir(d)
+        copy = self.agent_copy()
+        p = subprocess.Popen(["java"] + JAVA_OPTS + ["-agentpath:%s=dir=%s,verbose=on" % (AGENT, d),
+                                                     "-cp", self.classes, "pg.demo.Hot", "3000"],
+                             cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            pid = int(re.match(r"pid (\d+)", p.stdout.readline().decode()).group(1))
+            time.sleep(1.0)
+            rc, out, err = run(["jcmd", str(pid), "JVMTI.agent_load", copy, '"dir=%s"' % d],
+                               self.tmp, check=False)
+            t_second = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+            self.assertEqual(rc, 0, out + err)
+            jout, jerr = p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+        self.assertEqual(p.returncode, 0, jerr)
+        self.assertIn("sum ", jout.decode())
+        self.check_loaded_twice(jerr.decode(), os.path.join(d, "jit-%d.dump" % pid), t_second)
+        self.assertIn("return code: -1", out)
+
+    def test_loaded_twice_at_startup(self):
+        """Two -agentpath (the agent and a copy): java starts and runs, the
+        second writes nothing."""
+        d = os.path.join(self.tmp, "twice-start")
+        os.mkdir(d)
+        t0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        _, out, err = run(["java"] + JAVA_OPTS + ["-agentpath:%s=dir=%s,verbose=on" % (AGENT, d),
+                                                  "-agentpath:%s=dir=%s" % (self.agent_copy(), d),
+                                                  "-cp", self.classes, "pg.demo.Hot", "300"],
+                          self.tmp)
+        pid = int(re.match(r"pid (\d+)", out).group(1))
+        self.check_loaded_twice(err, os.path.join(d, "jit-%d.dump" % pid), t0)
+        # the same library twice: "already loaded", java starts all the same
+        d = os.path.join(self.tmp, "twice-same")
+        os.mkdir(d)
+        _, out, err = run(["java"] + JAVA_OPTS + ["-agentpath:%s=dir=%s" % (AGENT, d),
+                                                  "-agentpath:%s=dir=%s" % (AGENT, self.tmp),
+                                                  "-cp", self.classes, "pg.demo.Hot", "300"],
+                          self.tmp)
+        pid = int(re.match(r"pid (\d+)", out).group(1))
+        self.assertEqual(agent_lines(err), ['perfgraft-jvmti: already loaded in this JVM; '
+                                            'options "dir=%s" ignored, the JVM runs on' % self.tmp])
+        doc = self.dump(os.path.join(d, "jit-%d.dump" % pid))
+        self.assertEqual(doc["warnings"], [])
+        self.assertEqual(doc["records"][-1]["type"], "CLOSE")
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "jit-%d.dump" % pid)))
 
     def test_unload(self):
         _, _, doc = self.java_run("unload", "", 0, cls_name="pg.unl.Unl", args=[self.classes])

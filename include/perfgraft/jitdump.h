@@ -12,8 +12,10 @@
  * Errors: 0 (or 1 for a record) on success, a negative errno on failure
  * with the message, naming the file and byte offset, in the pg_diag given
  * to the open function.  A damaged DEBUG_INFO or UNWINDING_INFO body, an
- * unknown record id or a truncated tail (a JIT killed mid-write) is a
- * warning: the record is dropped or skipped and the walk goes on.
+ * unknown record id, an INLINE_INFO or UNLOAD shorter than its fixed
+ * part (perfgraft's extensions, which perf skips too) or a truncated tail
+ * (a JIT killed mid-write) is a warning: the record is dropped or skipped
+ * and the walk goes on.
  *
  * Threads: a handle (and its pg_diag) is used by one thread at a time;
  * separate handles are independent, also over the same file. */
@@ -198,8 +200,9 @@ uint64_t pg_jitdump_size(const pg_jitdump *jd);
 /* Reads the next record into the caller's *rec (overwritten whole).
  * 1: *rec filled; 0: end of records (a truncated tail was a warning);
  * negative errno (-EINVAL): the file is damaged at the offset named in
- * diag->err (a record size smaller than its header or its fixed part, a
- * LOAD whose code or name does not fit).  After 0 or an error the walk is
+ * diag->err (a record size smaller than its header, a LOAD, MOVE,
+ * DEBUG_INFO or UNWINDING_INFO smaller than its fixed part, a LOAD whose
+ * code or name does not fit).  After 0 or an error the walk is
  * over: later calls return 0.  A LOAD's debug, unwind and inl pointers
  * refer to state inside the handle that the next call replaces: use them,
  * or copy what is needed, before calling again.  With

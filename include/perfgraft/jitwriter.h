@@ -37,11 +37,23 @@
  *     NULL; the JVMTI agent's is "java-jit").  The variables are read with
  *     secure_getenv(3): a set-uid/set-gid program ignores them.
  * Either way, pg_jitwriter_path() gives the absolute path of the dump.
- * The file is created with O_NOFOLLOW (a symlink in its place is refused)
- * and O_TRUNC (a stale dump left by an earlier process with the same pid
- * is replaced); its mode is opts.mode (0: 0644) minus the umask.  On a
- * failed open nothing is left behind: neither the file nor the mkdtemp
- * directory.
+ * The file is created with O_NOFOLLOW (a symlink in its place is refused);
+ * its mode is opts.mode (0: 0644) minus the umask.  On a failed open
+ * nothing is left behind: neither the file nor the mkdtemp directory.
+ *
+ * One writer per dump.  The writer holds an exclusive flock(2) on the
+ * dump until pg_jitwriter_close().  A second open of the same file, by
+ * this process (the JIT's library or the JVMTI agent loaded twice: flock
+ * locks belong to the open file, so they conflict within one process
+ * too) or by another, fails with -EBUSY and one message, and leaves the
+ * file alone: the first writer goes on writing a whole dump.  The file is
+ * truncated only once the lock is held, so a dump that no writer holds
+ * (left by an earlier, perhaps crashed, process with the same pid) is
+ * replaced as before.  On a file system without flock locks the dump is
+ * written unlocked; on NFS, where Linux emulates flock with POSIX locks,
+ * only writers of other processes are kept out.  A child of fork() shares the parent's lock (the same
+ * open file) until it closes its copy or execs (the descriptor is
+ * close-on-exec).
  *
  * What perf needs to find it.  perf never scans directories: pg_jitwriter_open()
  * maps the first page of the dump PROT_READ|PROT_EXEC, MAP_PRIVATE (as V8
@@ -216,9 +228,10 @@ struct pg_jit_func_ext {
  * below sizeof(size_t)).  On success
  * *out is a writer to release with pg_jitwriter_close().  On failure
  * returns a negative errno (-EINVAL bad opts, -ENOENT/-ENOTDIR dir missing,
- * -ELOOP a symlink in the dump's place, -EPERM/-EACCES not creatable or a
- * noexec mount, -ENOMEM, or the I/O error), diag->err names the path, and
- * nothing is left on disk. */
+ * -ELOOP a symlink in the dump's place, -EBUSY another writer holds the
+ * dump (see "One writer per dump"; its file is left as it was),
+ * -EPERM/-EACCES not creatable or a noexec mount, -ENOMEM, or the I/O
+ * error), diag->err names the path, and nothing is left on disk. */
 int pg_jitwriter_open(const struct pg_jitwriter_opts *opts, struct pg_diag *diag,
 		      pg_jitwriter **out);
 

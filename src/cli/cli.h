@@ -22,6 +22,9 @@ void cli_diag_init(struct pg_diag *d, struct cli_warnings *w);
 void cli_warnings_flush(struct cli_warnings *w);
 void cli_warnings_free(struct cli_warnings *w);
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* fflush(stdout) and its error flag: 0, or -1 after one "write error on
+ * standard output" message (said once per run, however often called) */
+int cli_stdout_flush(void);
 
 /* Output helpers */
 void out_escaped(FILE *f, const char *s);	/* C-style escapes for text output */

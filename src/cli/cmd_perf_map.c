@@ -127,7 +127,10 @@ int cmd_perf_map(int argc, char **argv)
 		cli_error("%s", diag.err);
 		status = EXIT_BADINPUT;
 	}
-	if (fflush(f) || ferror(f)) {
+	if (to_stdout) {
+		if (cli_stdout_flush() < 0)	/* its message said */
+			status = EXIT_BADINPUT;
+	} else if (fflush(f) || ferror(f)) {
 		cli_error("writing %s failed: %s", output, strerror(errno));
 		status = EXIT_BADINPUT;
 	}

@@ -405,8 +405,7 @@ int cmd_symbolize(int argc, char **argv)
 		json_close(&c, &w, ndumps, NULL);
 		json_open = false;
 	}
-	if (fflush(stdout) || ferror(stdout)) {
-		cli_error("writing the output failed");
+	if (cli_stdout_flush() < 0) {		/* its message said */
 		status = EXIT_BADINPUT;
 		goto out;
 	}

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* perfgraft: git/perf-style dispatch to one file per subcommand. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,6 +30,21 @@ static void usage(FILE *f)
 	fprintf(f, "\n'perfgraft COMMAND --help' or 'man perfgraft-COMMAND' describes a command.\n");
 }
 
+/* What every command wrote to stdout is flushed and closed here, so that
+ * a write error (a full disk, /dev/full) is one message and exit 1 for
+ * every command, not a silent exit 0 with part of the output.  EBADF from
+ * fclose: stdout was closed from the start and nothing was written to it. */
+static int close_stdout(int status)
+{
+	if (cli_stdout_flush() < 0)
+		return status ? status : EXIT_BADINPUT;
+	if (fclose(stdout) != 0 && errno != EBADF) {
+		cli_error("write error on standard output: %s", strerror(errno));
+		return status ? status : EXIT_BADINPUT;
+	}
+	return status;
+}
+
 int main(int argc, char **argv)
 {
 	cli_signals_init();
@@ -38,15 +54,15 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		usage(stdout);
-		return 0;
+		return close_stdout(0);
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
 		printf("perfgraft %s\n", pg_version());
-		return 0;
+		return close_stdout(0);
 	}
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (!strcmp(argv[1], cmds[i].name))
-			return cli_inputs_unchanged(cmds[i].fn(argc - 1, argv + 1));
+			return close_stdout(cli_inputs_unchanged(cmds[i].fn(argc - 1, argv + 1)));
 	cli_error("'%s' is not a perfgraft command (see 'perfgraft --help')", argv[1]);
 	return EXIT_USAGE;
 }

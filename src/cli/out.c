@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,25 @@ void cli_error(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+static bool stdout_reported;
+
+int cli_stdout_flush(void)
+{
+	int err = 0;
+
+	if (fflush(stdout) != 0)
+		err = errno ? errno : EIO;
+	else if (!ferror(stdout))
+		return 0;
+	/* the error of a write that failed before this flush is gone with
+	 * the bytes stdio dropped: say only that output was lost */
+	if (!stdout_reported)
+		cli_error("write error on standard output: %s",
+			  err ? strerror(err) : "some of the output was lost");
+	stdout_reported = true;
+	return -1;
 }
 
 void out_escaped(FILE *f, const char *s)

@@ -518,6 +518,18 @@ static bool parse_inline(pg_jitdump *jd, uint64_t off, const uint8_t *body, uint
 	return true;
 }
 
+/* An extension record (INLINE_INFO, UNLOAD) too short for its fixed part.
+ * Its size is sound (the walk can step over it), only its body is not:
+ * perf skips it as an unknown id, and so does this reader, with a warning,
+ * instead of giving up the rest of the dump (docs/jitdump-extensions.md).
+ * It is returned in no mode and changes no pending state. */
+static void skip_short_extension(pg_jitdump *jd, uint64_t off, const char *what, uint32_t tsz,
+				 int fixed)
+{
+	pg_warn(jd->diag, "%s: offset %llu: %s record of %u bytes is smaller than its %d-byte fixed part; record skipped",
+		jd->name, (unsigned long long)off, what, tsz, REC_HDR + fixed);
+}
+
 int pg_jitdump_next(pg_jitdump *jd, struct pg_jd_record *rec)
 {
 	bool all = jd->flags & PG_JITDUMP_ALL_RECORDS;
@@ -660,9 +672,8 @@ int pg_jitdump_next(pg_jitdump *jd, struct pg_jd_record *rec)
 			continue;
 		case PG_JD_INLINE_INFO:
 			if (blen < INLINE_FIXED) {
-				jd->done = true;
-				return pg_err(jd->diag, -EINVAL, "%s: offset %llu: INLINE_INFO record of %u bytes is smaller than its %d-byte fixed part",
-					      jd->name, (unsigned long long)off, tsz, REC_HDR + INLINE_FIXED);
+				skip_short_extension(jd, off, "INLINE_INFO", tsz, INLINE_FIXED);
+				continue;
 			}
 			jd->st.inline_infos++;
 			if (jd->have_inl)
@@ -680,9 +691,8 @@ int pg_jitdump_next(pg_jitdump *jd, struct pg_jd_record *rec)
 			struct pg_jd_unload *ul = &rec->u.unload;
 
 			if (blen < UNLOAD_FIXED) {
-				jd->done = true;
-				return pg_err(jd->diag, -EINVAL, "%s: offset %llu: UNLOAD record of %u bytes is smaller than its %d-byte fixed part",
-					      jd->name, (unsigned long long)off, tsz, REC_HDR + UNLOAD_FIXED);
+				skip_short_extension(jd, off, "UNLOAD", tsz, UNLOAD_FIXED);
+				continue;
 			}
 			ul->pid = rd32(jd, body);
 			ul->tid = rd32(jd, body + 4);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -391,13 +392,11 @@ int pg_jitwriter_open_as(const struct pg_jitwriter_opts *user_opts, const char *
 		goto fail;
 	}
 
-	/* Never through a symlink; replace a stale dump of an earlier
-	 * process that had our pid. */
+	/* Never through a symlink, and not truncated yet: the file may be
+	 * the live dump of another writer (see the lock below). */
 	w->fd = open(w->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-	if (w->fd >= 0)
-		made_file = true;
-	else if (errno == EEXIST)
-		w->fd = open(w->path, O_RDWR | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+	if (w->fd < 0 && errno == EEXIST)
+		w->fd = open(w->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (w->fd < 0) {
 		ret = pg_err(diag, -errno, "cannot create the jitdump %s: %s%s", w->path,
 			     strerror(errno),
@@ -412,7 +411,30 @@ int pg_jitwriter_open_as(const struct pg_jitwriter_opts *user_opts, const char *
 		ret = pg_err(diag, -EINVAL, "%s exists and is not a regular file", w->path);
 		goto fail;
 	}
-	made_file = true;	/* ours now (created or truncated) */
+	/* One writer per dump.  Two (a JIT's library or the JVMTI agent
+	 * loaded twice) would truncate each other's file and write at their
+	 * own offsets over each other's records.  flock() locks belong to
+	 * the open file description, so a second open in the same process
+	 * conflicts too (POSIX fcntl locks would not).  A dump left by a
+	 * crashed process with our pid holds no lock: it is replaced.  A file
+	 * system without flock() locks: written unlocked, as before. */
+	while (flock(w->fd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno == EINTR)
+			continue;
+		if (errno == EWOULDBLOCK) {
+			ret = pg_err(diag, -EBUSY,
+				     "%s: another jitdump writer has this dump open and locked (a second writer in this process, such as an agent loaded twice, or another process writing this name); not opened, that writer's dump is left as it is",
+				     w->path);
+			goto fail;
+		}
+		break;
+	}
+	made_file = true;	/* ours now (created, or locked and cut below) */
+	if (st.st_size && ftruncate(w->fd, 0) < 0) {
+		ret = pg_err(diag, -errno, "%s: cannot truncate the stale dump there: %s", w->path,
+			     strerror(errno));
+		goto fail;
+	}
 
 	/* header */
 	pg_buf_u32(&b, PG_JITDUMP_MAGIC);
@@ -454,10 +476,12 @@ int pg_jitwriter_open_as(const struct pg_jitwriter_opts *user_opts, const char *
 
 fail:
 	pg_buf_free(&b);
-	if (w->fd >= 0)
-		close(w->fd);
+	/* unlinked while the lock is held: a writer that comes next creates
+	 * a file of its own instead of locking the one about to go */
 	if (made_file)
 		unlink(w->path);
+	if (w->fd >= 0)
+		close(w->fd);
 	if (made_dir)
 		rmdir(dir);
 	free(dir);

@@ -854,11 +854,14 @@ static int start(JavaVM *vm, const char *options, int attach)
 	struct pg_diag d = { 0 };
 	pg_jitwriter *w;
 	jvmtiError e;
-	int rc;
+	int rc, busy = 0;
 
 	if (atomic_load(&g_started)) {
-		say("already loaded in this JVM; options \"%s\" ignored", options ? options : "");
-		return JNI_ERR;
+		/* the same library again: the first load writes the dump; as
+		 * for a copy (-EBUSY below), java still starts */
+		say("already loaded in this JVM; options \"%s\" ignored, the JVM runs on",
+		    options ? options : "");
+		return attach ? JNI_ERR : JNI_OK;
 	}
 	if (parse_options(options) < 0)
 		return JNI_ERR;
@@ -885,7 +888,15 @@ static int start(JavaVM *vm, const char *options, int attach)
 
 	wo.dir = opt.dir;
 	if ((rc = pg_jitwriter_open(&wo, &d, &w)) < 0) {
-		say("%s", d.err[0] ? d.err : strerror(-rc));
+		/* -EBUSY: another writer holds the dump, most likely a copy of
+		 * this agent loaded from another path (its globals are its
+		 * own, so g_started does not catch it).  That one keeps
+		 * writing; this one writes nothing.  At startup it still
+		 * returns JNI_OK so that java starts; attached, jcmd reports
+		 * the refusal (the JVM runs on either way). */
+		busy = rc == -EBUSY;
+		say("%s%s", d.err[0] ? d.err : strerror(-rc),
+		    busy ? "; this copy of the agent writes nothing, the JVM runs on" : "");
 		goto fail_env;
 	}
 	pthread_rwlock_wrlock(&g_lock);
@@ -939,7 +950,7 @@ fail_writer:
 fail_env:
 	(*jvmti)->DisposeEnvironment(jvmti);
 	g_jvmti = NULL;
-	return JNI_ERR;
+	return busy && !attach ? JNI_OK : JNI_ERR;
 }
 
 JNIEXPORT jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *reserved)

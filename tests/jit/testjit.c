@@ -24,10 +24,20 @@
  *	"pid N" and "dump PATH" first.  With N, each thread waits at its
  *	N/2-th function until the other has written one, so the records of
  *	the two interleave however the threads are scheduled.
+ *   testjit twice [-d DIR | -c] [-J | -N NAME] [-n N]
+ *	Two writers on one dump in one process, as when a JIT's library or
+ *	the JVMTI agent is loaded twice: the first announces N/2 functions
+ *	("twice-1-SEQ", 64 bytes each, N default 1000), a second writer opens
+ *	the same file and must be refused (prints "second refused ERRNO
+ *	MESSAGE"; a writer that lets it open prints "second opened" and
+ *	announces N/2 functions "twice-2-SEQ" through it, alternating with
+ *	the first, as a second agent would), then the first announces the
+ *	rest and both close.  Prints "pid N" and "dump PATH" first.
  *   testjit selftest DIR
  *	Unit checks of the writer's API (argument errors, symlink refusal,
- *	the marker mapping, a failed write cut off again, fork, and a read
- *	back through the library's jitdump reader).
+ *	the lock against a second writer, the marker mapping, a failed write
+ *	cut off again, fork, and a read back through the library's jitdump
+ *	reader).
  *
  * Directory: -d DIR explicit, -c the current directory, else the writer's
  * $JITDUMPDIR/$HOME convention; TESTJIT_DIR in the environment stands for
@@ -602,6 +612,65 @@ static int do_flood(const char *dir)
 }
 
 /* ---------------------------------------------------------------------- */
+/* twice */
+
+static void twice_load(pg_jitwriter *w, unsigned who, unsigned long seq)
+{
+	static uint8_t code[64];
+	struct pg_diag d = { 0 };
+	struct pg_jit_func jf = { 0 };
+	char name[48];
+	int ret;
+
+	memset(code, 0xcc, sizeof(code));
+	snprintf(name, sizeof(name), "twice-%u-%lu", who, seq);
+	jf.name = name;
+	jf.addr = 0x200000000000ull + ((uint64_t)who << 36) + seq * 0x100;
+	jf.code = code;
+	jf.code_size = sizeof(code);
+	ret = pg_jitwriter_load(w, &jf, NULL, &d);
+	if (ret < 0)
+		die("load", &d, ret);
+}
+
+static int do_twice(const char *dir)
+{
+	unsigned long n = flood_n ? flood_n : 1000;
+	pg_jitwriter *w1 = open_writer(dir, "testjit"), *w2 = NULL;
+	struct pg_jitwriter_opts o = { .sz = sizeof(o) };
+	struct pg_diag d = { 0 };
+	char *path = strdup(pg_jitwriter_path(w1)), *slash;
+	int ret;
+
+	if (!path)
+		die("strdup", NULL, ENOMEM);
+	for (unsigned long seq = 0; seq < n / 2; seq++)
+		twice_load(w1, 1, seq);
+	/* the same file again: its directory and name (a second agent
+	 * computes the same jit-<pid>.dump) */
+	slash = strrchr(path, '/');
+	*slash = '\0';
+	o.dir = path[0] ? path : "/";
+	ret = pg_jitwriter_open_as(&o, slash + 1, &d, &w2);
+	if (ret < 0)
+		printf("second refused %d %s\n", -ret, d.err);
+	else
+		printf("second opened\n");
+	fflush(stdout);
+	free(path);
+	for (unsigned long seq = n / 2; seq < n; seq++) {
+		if (w2)
+			twice_load(w2, 2, seq - n / 2);
+		twice_load(w1, 1, seq);
+	}
+	if (w2 && (ret = pg_jitwriter_close(w2, &d)) < 0)
+		die("close (second)", &d, ret);
+	if ((ret = pg_jitwriter_close(w1, &d)) < 0)
+		die("close", &d, ret);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
 /* selftest */
 
 static int nchecks, nfailed;
@@ -714,6 +783,38 @@ static int do_selftest(const char *dir)
 		      "marker mapping of code.bin: perms %s", perms);
 		CHECK(pg_jitwriter_close(w, &d) == 0, "close: %s", d.err);
 		w = NULL;
+		unlink(path);
+	}
+
+	/* one writer per dump: a second open of the same file, in this same
+	 * process, is refused with -EBUSY and the first's file is untouched;
+	 * once the first has closed, the dump it left is replaced */
+	{
+		pg_jitwriter *w1 = NULL, *w2 = NULL;
+		struct pg_jit_func f1 = { "first", 0x7000, big, 100, NULL, 0, NULL };
+		off_t before;
+
+		snprintf(path, sizeof(path), "%s/locked.dump", dir);
+		ret = pg_jitwriter_open_as(&o, "locked.dump", &d, &w1);
+		CHECK(ret == 0, "open: %s", d.err);
+		if (ret == 0) {
+			CHECK(pg_jitwriter_load(w1, &f1, NULL, &d) == 0, "load: %s", d.err);
+			before = file_size(path);
+			ret = pg_jitwriter_open_as(&o, "locked.dump", &d, &w2);
+			CHECK(ret == -EBUSY && !w2 && strstr(d.err, path) && strstr(d.err, "locked"),
+			      "second open: %d %s", ret, d.err);
+			CHECK(file_size(path) == before, "the second open changed the dump: %lld vs %lld",
+			      (long long)file_size(path), (long long)before);
+			CHECK(pg_jitwriter_load(w1, &f1, NULL, &d) == 0 && file_size(path) > before,
+			      "the first writer after the refusal: %s", d.err);
+			CHECK(pg_jitwriter_close(w1, &d) == 0, "close: %s", d.err);
+			CHECK(file_size(path) > before, "dump gone");
+			ret = pg_jitwriter_open_as(&o, "locked.dump", &d, &w2);
+			CHECK(ret == 0 && file_size(path) == 40, "reopen after close: %d %s size %lld",
+			      ret, d.err, (long long)file_size(path));
+			if (ret == 0)
+				CHECK(pg_jitwriter_close(w2, &d) == 0, "close: %s", d.err);
+		}
 		unlink(path);
 	}
 
@@ -930,6 +1031,7 @@ static void usage(void)
 		"usage: testjit run [-d DIR | -c] [-p PREFIX] [-J | -N NAME] [-m MS] [-u]\n"
 		"       testjit emit [-d DIR | -c] [-p PREFIX] [-J | -N NAME]\n"
 		"       testjit flood [-d DIR | -c] [-n N] [-s BYTES]\n"
+		"       testjit twice [-d DIR | -c] [-J | -N NAME] [-n N]\n"
 		"       testjit selftest DIR\n");
 	exit(2);
 }
@@ -985,6 +1087,8 @@ int main(int argc, char **argv)
 		return do_run(dir, prefix, false);
 	if (!strcmp(mode, "flood") && optind == argc)
 		return do_flood(dir);
+	if (!strcmp(mode, "twice") && optind == argc)
+		return do_twice(dir);
 	if (!strcmp(mode, "selftest") && optind == argc - 1)
 		return do_selftest(argv[optind]);
 	usage();
