@@ -123,6 +123,8 @@ struct img {
 struct pg_elfset {
 	struct pg_code_process hdr;
 	char *dump_name;	/* basename, for the compile unit's name */
+	char *dump_path;	/* as given, for the run's budget warning */
+	struct pg_elfset_budget *budget;	/* opts.budget */
 	char *dir;
 	char *prefix;
 	int dirfd;
@@ -213,10 +215,12 @@ int pg_elfset_new(const struct pg_code_process *hdr, const char *dump_name,
 		set->pack_limit = 1ull << 31;	/* offsets stay 32-bit clean */
 	snprintf(pfx, sizeof(pfx), "jitted-%u", hdr->pid);
 	set->dump_name = strdup(base ? base + 1 : dump_name);
+	set->dump_path = strdup(dump_name);
+	set->budget = opts->budget;
 	set->dir = strdup(opts->dir ? opts->dir : ".");
 	set->prefix = strdup(opts->prefix ? opts->prefix : pfx);
 	set->dirfd = -1;
-	if (!set->dump_name || !set->dir || !set->prefix) {
+	if (!set->dump_name || !set->dump_path || !set->dir || !set->prefix) {
 		pg_elfset_free(set);
 		return pg_err(diag, -ENOMEM, "out of memory");
 	}
@@ -1366,10 +1370,93 @@ out:
  * also overflow the 32-bit offsets of .eh_frame_hdr and DW_AT_high_pc. */
 #define SPAN_LIMIT (1ull << 30)
 #define CARRY_GENERATIONS 64	/* carrying costs generations x live code */
+/* regions may span this many times their code (+ 1 MiB per dump, + the
+ * run's slack): the rest of the images' apparent size is holes */
+#define SPREAD_FACTOR 64
+#define BUDGET_NAMES 8		/* dumps the run's warning names */
+
+struct pg_elfset_budget {
+	uint64_t code;		/* the code of the dumps planned so far */
+	uint64_t spread;	/* the address range their images span */
+	uint64_t bound;		/* SPREAD_FACTOR x (code + PG_ELF_RUN_SLACK) */
+	size_t nfell;		/* dumps written packed for the bound */
+	char *fell[BUDGET_NAMES];	/* the first ones (NULL: out of memory) */
+};
 
 static uint64_t sat_add(uint64_t a, uint64_t b)
 {
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+struct pg_elfset_budget *pg_elfset_budget_new(void)
+{
+	return calloc(1, sizeof(struct pg_elfset_budget));
+}
+
+void pg_elfset_budget_free(struct pg_elfset_budget *b)
+{
+	if (!b)
+		return;
+	for (size_t i = 0; i < b->nfell && i < BUDGET_NAMES; i++)
+		free(b->fell[i]);
+	free(b);
+}
+
+size_t pg_elfset_budget_report(const struct pg_elfset_budget *b, struct pg_diag *diag)
+{
+	struct pg_buf names = { 0 };
+	char more[48] = "";
+
+	if (!b || !b->nfell)
+		return 0;
+	for (size_t i = 0; i < b->nfell && i < BUDGET_NAMES; i++) {
+		const char *n = b->fell[i] ? b->fell[i] : "?";
+
+		if (i)
+			pg_buf_add(&names, ", ", 2);
+		pg_buf_add(&names, n, strlen(n));
+	}
+	pg_buf_u8(&names, 0);
+	if (b->nfell > BUDGET_NAMES)
+		snprintf(more, sizeof(more), " and %zu more", b->nfell - BUDGET_NAMES);
+	pg_warn(diag, "%zu dump%s written in the packed layout instead of the memory layout: the run's images would span more than %d x (its %llu bytes of code + %llu MiB) of address space: %s%s",
+		b->nfell, b->nfell == 1 ? "" : "s", SPREAD_FACTOR, (unsigned long long)b->code,
+		(unsigned long long)(PG_ELF_RUN_SLACK >> 20),
+		names.oom ? "(out of memory)" : (const char *)names.p, more);
+	pg_buf_free(&names);
+	return b->nfell;
+}
+
+/* A dump's code, planned in the memory layout: the run's bound grows. */
+static void budget_code(pg_elfset *set, uint64_t code)
+{
+	struct pg_elfset_budget *b = set->budget;
+	uint64_t c;
+
+	if (!b)
+		return;
+	b->code = sat_add(b->code, code);
+	c = sat_add(b->code, PG_ELF_RUN_SLACK);
+	b->bound = c > UINT64_MAX / SPREAD_FACTOR ? UINT64_MAX : SPREAD_FACTOR * c;
+}
+
+/* Whether the run's budget has room for a dump's spread (taking it if
+ * so); a dump without it is named in the run's warning. */
+static bool budget_take(pg_elfset *set, uint64_t spread)
+{
+	struct pg_elfset_budget *b = set->budget;
+
+	if (!b)
+		return true;
+	/* b->spread <= b->bound: it only grows within it, the bound never shrinks */
+	if (spread <= b->bound - b->spread) {
+		b->spread += spread;
+		return true;
+	}
+	if (b->nfell < BUDGET_NAMES)
+		b->fell[b->nfell] = strdup(set->dump_path);
+	b->nfell++;
+	return false;
 }
 
 /* Regions, generations, what each generation carries, and the images.
@@ -1414,6 +1501,7 @@ static int mem_plan(pg_elfset *set)
 			meta = sat_add(meta, r->meta);
 		}
 	}
+	budget_code(set, code);
 	qsort_r(byaddr, nb, sizeof(*byaddr), cmp_addr, pl);
 	/* regions: split where no code lies within PG_ELF_REGION_GAP */
 	for (size_t i = 0; i < nb; i++) {
@@ -1493,13 +1581,18 @@ static int mem_plan(pg_elfset *set)
 		why = "code moved too often";
 	if (!why && meta_moved > 2 * meta + PG_ELF_REGION_GAP)
 		why = "names and line rows moved too often";
-	if (!why && spread / 64 > code + (1ull << 20))
+	if (!why && spread / SPREAD_FACTOR > code + (1ull << 20))
 		why = "code spread too thinly";
 	if (!why && sat_add(meta, meta_moved) > TABLE_LIMIT)
 		why = "too many names and line rows";
 	if (why) {
 		pg_warn(set->diag, "%s: %s: written in the packed layout instead of the memory layout (%zu generations, %llu bytes of code)",
 			set->dump_name, why, ngens, (unsigned long long)code);
+		ret = 1;
+		goto out;
+	}
+	/* the run's bound: pg_elfset_budget_report() names the dump */
+	if (!budget_take(set, spread)) {
 		ret = 1;
 		goto out;
 	}
@@ -2203,6 +2296,7 @@ void pg_elfset_free(pg_elfset *set)
 	if (set->dirfd >= 0)
 		close(set->dirfd);
 	free(set->dump_name);
+	free(set->dump_path);
 	free(set->dir);
 	free(set->prefix);
 	free(set);

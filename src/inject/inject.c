@@ -77,6 +77,7 @@ struct inj {
 	bool pipe_out;		/* images are committed as each dump is read */
 	pg_elfset **sets;	/* every dump's images, until the output commits */
 	size_t nsets, sets_cap;
+	struct pg_elfset_budget *budget;	/* the run's bound on sparse images */
 	/* DWARF call graphs, file mode: dumps read before the prescan has
 	 * seen the samples; their stacks are noted, then the images written */
 	bool defer;
@@ -311,7 +312,7 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 				     .build_id_names = true,
 				     .dir_nofollow = !j->o->image_dir,
 				     .memory_layout = j->o->layout != PG_INJECT_LAYOUT_PACKED,
-				     .plain_debug = j->o->plain_debug };
+				     .plain_debug = j->o->plain_debug, .budget = j->budget };
 	const struct pg_code_process *h;
 	struct pg_code_event rec;
 	pg_code_source *src = NULL;
@@ -732,11 +733,16 @@ static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 	int ret;
 
 	j.jdc = pg_jd_cache_new();
-	if (!j.jdc)
+	j.budget = pg_elfset_budget_new();
+	if (!j.jdc || !j.budget) {
+		pg_jd_cache_free(j.jdc);
+		pg_elfset_budget_free(j.budget);
 		return pg_err(diag, -ENOMEM, "out of memory");
+	}
 	ret = pg_perfdata_open(o->input, diag, &j.pd);
 	if (ret) {
 		pg_jd_cache_free(j.jdc);
+		pg_elfset_budget_free(j.budget);
 		return ret;
 	}
 
@@ -866,6 +872,9 @@ static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 	}
 	if (!ret)
 		ret = flush_until(&j, UINT64_MAX);
+	/* every dump is planned: one warning for those the run's bound packed */
+	if (!ret)
+		pg_elfset_budget_report(j.budget, diag);
 	st->cfi_compat = j.cfi_compat;
 	/* The output's bytes first, then the images' names, then the
 	 * output's name: a run that fails or is killed before the end leaves
@@ -923,6 +932,7 @@ out:
 		free((char *)j.seen.keys[i]);
 	pg_strmap_free(&j.seen);
 	pg_jd_cache_free(j.jdc);
+	pg_elfset_budget_free(j.budget);
 	return ret;
 }
 
