@@ -219,10 +219,11 @@ int pg_elfset_add(pg_elfset *set, const struct pg_code_event *load,
  * LOADs/64 generations, MOVEs copying more than twice the code (or twice
  * the names, symbols, line rows and inline entries that its LOADs write,
  * each + 1 MiB), a region wider than 1 GiB, regions spanning more than
- * 64 x (the code + 1 MiB), more than 1 GiB of names and rows, or past the
- * run's budget (opts.budget).  Returns 0 or a negative errno as
- * pg_elfset_add().  A later pg_elfset_add() starts a new packed image; in
- * the memory layout it is -EINVAL. */
+ * 64 x (the code + 1 MiB), more than 1 GiB of names and rows; or past the
+ * run's budget (opts.budget), whose warning is pg_elfset_budget_report()'s.
+ * Returns 0 or a negative errno as pg_elfset_add().  A later
+ * pg_elfset_add() starts a new packed image; in the memory layout it is
+ * -EINVAL. */
 int pg_elfset_finish(pg_elfset *set);
 /* Memory layout with carry_live: notes that a stack at time (the
  * producer's clock) may hold frames at addrs (return addresses, the
