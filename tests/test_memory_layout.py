@@ -27,10 +27,17 @@ Covered:
     the Chdr in the image's class and byte order) by default, plain with
     --compress-debug-sections none, the same DWARF either way (Python's
     zlib, readelf and eu-readelf decode them alike, llvm-dwarfdump
-    --verify, addr2line), other build-ids; LE64, BE64, LE32.
+    --verify, addr2line), other build-ids; LE64, BE64, LE32;
+  - amplification (Amplification, inject runs): the run's sparse images
+    within 64 x (its code + 16 MiB), the dumps past it packed and named in
+    one warning; MOVEs under user stacks counted with every name, symbol,
+    line row and inlined function name they write again: output and peak
+    RSS bounded by the input.
 """
 
+import json
 import os
+import random
 import re
 import shutil
 import struct
@@ -44,6 +51,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 import jitdump_gen as gen  # noqa: E402
+import perfdata_gen as pg  # noqa: E402
 from test_extension_records import describe, run  # noqa: E402
 
 PERFGRAFT = os.environ.get("PERFGRAFT", os.path.join(ROOT, "build", "perfgraft"))
@@ -844,6 +852,219 @@ class MemoryLayout(unittest.TestCase):
         self.assertRegex(p.err, r"its unwind tables have a CIE this cannot rebase; unwound by "
                          r"frame pointers")
         self.assertEqual([r["kind"] for r in rows], ["LOAD"])
+
+
+# --------------------------------------------------------------------------
+# amplification: what a run writes (and its memory) against its input
+
+S_STACK_USER = 1 << 13      # PERF_SAMPLE_STACK_USER: DWARF call graphs
+
+
+def run_measured(args, cwd):
+    """Runs args; returns (exit status, stdout, stderr, peak RSS in bytes,
+    or None without GNU time).  GNU time, a small process, forks it: the
+    rusage of a child of this (large) Python process would count the
+    parent's pages it was forked with."""
+    with tempfile.NamedTemporaryFile() as rss:
+        timed = os.access("/usr/bin/time", os.X_OK)
+        p = run((["/usr/bin/time", "-f", "%M", "-o", rss.name] if timed else []) + args, cwd=cwd)
+        kib = open(rss.name).read().split() if timed else []
+        peak = int(kib[-1]) * 1024 if kib and kib[-1].isdigit() else None
+        return p.returncode, p.out, p.err, peak
+
+
+def apparent_size(d):
+    return sum(os.lstat(os.path.join(d, n)).st_size for n in os.listdir(d))
+
+
+class Amplification(unittest.TestCase):
+    """The memory layout bounded per run, not only per dump: inject runs
+    on generated dumps and perf.data (issue 20, points 7 and 8)."""
+
+    def setUp(self):
+        if not os.access(PERFGRAFT, os.X_OK):
+            self.fail("perfgraft binary not found: %s" % PERFGRAFT)
+        # the reference build writes GBs of (sparse) images here: /tmp, gone
+        # after each test
+        self._tmp = tempfile.TemporaryDirectory(prefix="perfgraft-amplify-", dir="/tmp")
+        self.addCleanup(self._tmp.cleanup)
+        self.d = self._tmp.name
+
+    def test_run_bound_on_sparse_images(self):
+        """200 dumps of ~240 bytes, each one LOAD whose UNWINDING_INFO maps
+        64 MiB: each dump alone is within its bound (64 x (code + 1 MiB)),
+        the 200 of them were 13.4 GB of sparse images.  The run's images
+        span at most 64 x (the run's code + 16 MiB); the dumps past that
+        are written in the packed layout, named in one warning; perf
+        resolves every sample, readelf reads the images."""
+        n, mapped, size = 200, 64 << 20, 16
+        b = pg.PerfDataBuilder(attrs=[pg.Attr(ids=[7])])
+        dumps = []
+        for i in range(n):
+            pid = 5000 + i
+            j = gen.JitdumpBuilder(pid=pid)
+            j.cfi_unwinding_info(BASE, size, mapped_size=mapped)
+            j.load(b"JS:*tiny%d" % i, gen.x86_64_code(size, i), BASE, 0, tid=pid,
+                   timestamp=3000)
+            path = os.path.join(self.d, "jit-%d.dump" % pid)
+            j.write(path)
+            self.assertLess(os.path.getsize(path), 256)
+            dumps.append(path)
+            b.comm(pid, pid, "node", 10 + i)
+            b.mmap2(pid, pid, 0x10000, 4096, 0, path, 1000 + i)
+        for i in range(n):
+            b.sample(BASE + 4, 5000 + i, 5000 + i, 10000 + i)
+        b.finished_round()
+        src = os.path.join(self.d, "perf.data")
+        b.write(src)
+        out = os.path.join(self.d, "out.data")
+        p = run([PERFGRAFT, "inject", "-i", src, "-o", out], cwd=self.d)
+        self.assertEqual(p.returncode, 0, describe(p))
+        imgdir = out + ".d"
+        total = apparent_size(imgdir)
+        bound = 64 * (n * size + (16 << 20)) + n * (64 << 10)   # + headers, tables, DWARF
+        self.assertLess(total, bound, "%d bytes of images from %d bytes of dumps\n%s"
+                        % (total, sum(map(os.path.getsize, dumps)), describe(p)))
+        # the dumps laid out like memory, and those packed (their CFI gives
+        # each an image of its own: jitted-PID-0-*.so)
+        images = os.listdir(imgdir)
+        memory = sorted(int(m.group(1)) for m in (re.match(r"jitted-(\d+)-r0-g0-", x)
+                                                  for x in images) if m)
+        packed = sorted(int(m.group(1)) for m in (re.match(r"jitted-(\d+)-0-", x)
+                                                  for x in images) if m)
+        self.assertEqual(len(images), n, images)
+        self.assertEqual(sorted(memory + packed), list(range(5000, 5000 + n)))
+        self.assertTrue(memory and packed, images)
+        self.assertGreater(len(memory) * mapped, 64 * (16 << 20) - mapped, memory)
+        # one warning names the first dumps packed, then says how many more
+        warns = [ln for ln in p.err.splitlines() if "packed layout" in ln]
+        self.assertEqual(len(warns), 1, p.err)
+        fell = [dumps[pid - 5000] for pid in packed]
+        self.assertRegex(warns[0], r"^perfgraft: warning: %d dumps written in the packed layout "
+                         r"instead of the memory layout: the run's images would span more than "
+                         r"64 x \(its %d bytes of code \+ 16 MiB\) of address space: "
+                         % (len(packed), n * size))
+        self.assertTrue(warns[0].endswith(": %s and %d more" % (", ".join(fell[:8]),
+                                                                len(packed) - 8)), warns[0])
+        # perf reads them: every sample on its function
+        self.need("perf")
+        r = run(["perf", "--buildid-dir", os.path.join(self.d, "debug"), "script", "-i", out,
+                 "-F", "pid,ip,sym", "--hide-call-graph"], cwd=self.d)
+        got = sorted((ln.split()[0], ln.split()[-1]) for ln in r.out.splitlines() if ln.strip())
+        self.assertEqual(got, sorted((str(5000 + i), "JS:*tiny%d" % i) for i in range(n)),
+                         describe(r))
+        for pid in (memory[0], memory[-1], packed[0], packed[-1]):
+            img = next(x for x in images if x.startswith("jitted-%d-" % pid))
+            r = run(["readelf", "-a", "-W", os.path.join(imgdir, img)])
+            self.assertEqual((r.returncode, r.err), (0, ""), describe(r))
+            self.assertIn("JS:*tiny%d" % (pid - 5000), r.out)
+
+    def need(self, *tools):
+        for t in tools:
+            if not shutil.which(t):
+                self.skipTest("%s not installed" % t)
+
+    def moves_dump(self, path, nfuncs=4, name_len=16 << 10, nrows=32, nmoves=1000):
+        """nfuncs functions with long names (pseudo-random: DWARF does not
+        compress them away) and line tables, each MOVEd nmoves times to the
+        next 16 bytes: laid out for user stacks, every MOVE is a copy in
+        one image (one region, one generation)."""
+        rnd = random.Random(20)
+        alnum = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$"
+        b = gen.JitdumpBuilder()
+        for f in range(nfuncs):
+            a = BASE + f * 0x100000 // 4
+            b.debug_info(a, [(a + k % 16, 10 + k, 0, FILE_A if k == 0 else gen.SAME_FILE)
+                             for k in range(nrows)])
+            name = b"JS:*" + bytes(rnd.choice(alnum) for _ in range(name_len))
+            b.load(name, gen.x86_64_code(16, f), a, f)
+            cur = a
+            for k in range(nmoves):
+                new = a + 16 * (k + 1)
+                b.move(f, cur, new, 16)
+                cur = new
+        b.write(path)
+        return b
+
+    def test_moves_under_user_stacks_bounded(self):
+        """Under DWARF call graphs every MOVE is a copy that writes its
+        function's name again (.strtab and DW_AT_name) with its symbol and
+        line rows: 4,000 MOVEs of four functions with 16 KiB names wrote
+        68 MB with 194 MB RSS from 325 KB of input.  What the copies write
+        is counted: the dump is written in the packed layout (a warning),
+        its output and RSS bounded by the input."""
+        dump = os.path.join(self.d, "jit-4242.dump")
+        b = self.moves_dump(dump)
+        b2 = pg.PerfDataBuilder(attrs=[pg.Attr(ids=[7], sample_type=pg.SAMPLE_TYPE | S_STACK_USER)])
+        b2.comm(4242, 4242, "node", 10)
+        b2.mmap2(4242, 4242, 0x10000, 4096, 0, dump, 20)
+        b2.finished_round()
+        src = os.path.join(self.d, "perf.data")
+        b2.write(src)
+        out = os.path.join(self.d, "out.data")
+        inp = os.path.getsize(dump) + os.path.getsize(src)
+        rc, _, err, rss = run_measured([PERFGRAFT, "inject", "-i", src, "-o", out], self.d)
+        self.assertEqual(rc, 0, err)
+        written = os.path.getsize(out) + apparent_size(out + ".d")
+        # the MMAP2 records (one per MOVE) are ~2x the dump; the images hold
+        # each name once.  RSS: the binary itself takes ~5 MB (~20 MB with
+        # ASan)
+        figures = "%d bytes written, peak RSS %s bytes, from %d bytes of input\n%s" % (
+            written, rss, inp, err)
+        self.assertLess(written, 4 * inp + (1 << 20), figures)
+        if rss is not None:
+            self.assertLess(rss, 64 * inp + (32 << 20), figures)
+        self.assertRegex(err, r"warning: jit-4242.dump: names and line rows moved too often: "
+                         r"written in the packed layout instead of the memory layout")
+        d = json.loads(run([PERFGRAFT, "dump", "--json", out]).out)
+        mm = [x for x in d["records"] if x["name"] == "MMAP2" and x["filename"].endswith(".so")]
+        self.assertEqual(len(mm), 4 + 4000)
+        self.assertEqual(len({x["filename"] for x in mm}), 1, mm[:3])
+        img = mm[0]["filename"]
+        r = run(["readelf", "-s", "-W", img])
+        self.assertEqual((r.returncode, r.err), (0, ""), describe(r))
+        self.assertEqual(r.out.count("JS:*"), 4)
+        # perfgraft elf --user-stacks lays it out as inject does
+        p = run([PERFGRAFT, "elf", "--user-stacks", "-q", "-o", os.path.join(self.d, "elf"),
+                 dump])
+        self.assertEqual(p.returncode, 0, describe(p))
+        self.assertIn("names and line rows moved too often", p.err)
+        self.assertLess(apparent_size(os.path.join(self.d, "elf")), 4 * inp)
+
+    def test_moved_inline_names_counted(self):
+        """A copy in an image of its own writes the names of its inlined
+        functions again (DW_AT_name and DW_AT_linkage_name of the abstract
+        subprogram): 200 MOVEs, each to a region of its own, of a function
+        with one inline chain through a 64 KiB name wrote 20 MB from 78 KB.
+        Counted, the dump is written in the packed layout (a warning),
+        its DWARF still holds the chain."""
+        rnd = random.Random(7)
+        alnum = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$"
+        inl = b"JS:*inlined" + bytes(rnd.choice(alnum) for _ in range(64 << 10))
+        b = gen.JitdumpBuilder()
+        b.inline_info(BASE, [inl, FILE_A, b"JS:*outer"], [(0, 8, [(0, 1, 5), (2, 1, 10)])])
+        b.load(b"JS:*outer", gen.x86_64_code(16, 1), BASE, 0)
+        cur = BASE
+        for k in range(200):
+            new = BASE + (k + 1) * 2 * REGION_GAP
+            b.move(0, cur, new, 16)
+            cur = new
+        dump = os.path.join(self.d, "inl.dump")
+        b.write(dump)
+        out = os.path.join(self.d, "img")
+        p = run([PERFGRAFT, "elf", "--user-stacks", "-q", "-o", out, dump])
+        self.assertEqual(p.returncode, 0, describe(p))
+        inp = os.path.getsize(dump)
+        written = apparent_size(out)
+        self.assertLess(written, 4 * inp + (1 << 20), "%d bytes written from %d bytes\n%s"
+                        % (written, inp, describe(p)))
+        self.assertIn("inl.dump: names and line rows moved too often: written in the packed "
+                      "layout", p.err)
+        self.need("readelf")
+        r = run(["readelf", "--debug-dump=info", "-W", os.path.join(out, os.listdir(out)[0])])
+        self.assertEqual((r.returncode, r.err), (0, ""), describe(r))
+        self.assertIn("DW_TAG_inlined_subroutine", r.out)
+        self.assertIn(inl[:40].decode(), r.out)
 
 
 if __name__ == "__main__":

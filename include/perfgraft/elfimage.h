@@ -69,6 +69,8 @@
 extern "C" {
 #endif
 
+struct pg_elfset_budget;
+
 struct pg_elfset_opts {
 	size_t sz;		/* sizeof(struct pg_elfset_opts): fields are only
 				 * ever added at the end; fields past sz read as
@@ -110,7 +112,31 @@ struct pg_elfset_opts {
 	 * makes it smaller: perf, addr2line, objdump, libdw, readelf and
 	 * llvm-dwarfdump read both */
 	bool plain_debug;
+	/* memory layout: the run's bound on the images' sparse size, shared
+	 * by every set of one run (pg_elfset_budget_new()); NULL: each dump
+	 * is bounded on its own only (see pg_elfset_finish()) */
+	struct pg_elfset_budget *budget;
 };
+
+/* A run's bound on what the memory layout's sparse images span: the sets
+ * of one run (one thread) that share it (pg_elfset_opts.budget) together
+ * span at most 64 x (the code bytes of their dumps + PG_ELF_RUN_SLACK)
+ * of address range (the images' apparent size, less their tables and
+ * DWARF); each dump is also bounded on its own, at 64 x (its code + 1 MiB).
+ * A dump whose layout would pass the run's bound is written in the packed
+ * layout instead, without a warning of its own:
+ * pg_elfset_budget_report() gives one for the run.  The budget must
+ * outlive the sets that use it. */
+#define PG_ELF_RUN_SLACK (16ull << 20)
+
+/* A new budget, or NULL when out of memory. */
+struct pg_elfset_budget *pg_elfset_budget_new(void);
+/* One warning naming the dumps written in the packed layout for the
+ * run's bound (the first few, then how many more), if any; returns how
+ * many there were. */
+size_t pg_elfset_budget_report(const struct pg_elfset_budget *b, struct pg_diag *diag);
+/* NULL is a no-op. */
+void pg_elfset_budget_free(struct pg_elfset_budget *b);
 
 /* Code regions of the memory layout are split where no code lies within
  * this many bytes; the region's unwind tables go into that gap. */
@@ -188,7 +214,14 @@ int pg_elfset_new(const struct pg_code_process *proc, const char *dump_name,
 int pg_elfset_add(pg_elfset *set, const struct pg_code_event *load,
 		  struct pg_elf_place *out);
 /* Writes the packed image still open, if any, or in the memory layout
- * every image.  Returns 0 or a negative errno as pg_elfset_add().  A later
+ * every image.  A dump whose memory layout would make the output explode
+ * is written in the packed layout instead, with a warning: past 256 +
+ * LOADs/64 generations, MOVEs copying more than twice the code (or twice
+ * the names, symbols, line rows and inline entries that its LOADs write,
+ * each + 1 MiB), a region wider than 1 GiB, regions spanning more than
+ * 64 x (the code + 1 MiB), more than 1 GiB of names and rows; or past the
+ * run's budget (opts.budget), whose warning is pg_elfset_budget_report()'s.
+ * Returns 0 or a negative errno as pg_elfset_add().  A later
  * pg_elfset_add() starts a new packed image; in the memory layout it is
  * -EINVAL. */
 int pg_elfset_finish(pg_elfset *set);

@@ -75,6 +75,7 @@ struct mrec {
 	size_t ninl;
 	struct pg_code_cfi cfi;
 	bool has_cfi;
+	uint64_t meta;		/* what each copy writes besides its code (rec_meta) */
 };
 
 /* Code the process had at [addr, addr + len) from time on (a LOAD or a
@@ -122,6 +123,8 @@ struct img {
 struct pg_elfset {
 	struct pg_code_process hdr;
 	char *dump_name;	/* basename, for the compile unit's name */
+	char *dump_path;	/* as given, for the run's budget warning */
+	struct pg_elfset_budget *budget;	/* opts.budget */
 	char *dir;
 	char *prefix;
 	int dirfd;
@@ -212,10 +215,12 @@ int pg_elfset_new(const struct pg_code_process *hdr, const char *dump_name,
 		set->pack_limit = 1ull << 31;	/* offsets stay 32-bit clean */
 	snprintf(pfx, sizeof(pfx), "jitted-%u", hdr->pid);
 	set->dump_name = strdup(base ? base + 1 : dump_name);
+	set->dump_path = strdup(dump_name);
+	set->budget = opts->budget;
 	set->dir = strdup(opts->dir ? opts->dir : ".");
 	set->prefix = strdup(opts->prefix ? opts->prefix : pfx);
 	set->dirfd = -1;
-	if (!set->dump_name || !set->dir || !set->prefix) {
+	if (!set->dump_name || !set->dump_path || !set->dir || !set->prefix) {
 		pg_elfset_free(set);
 		return pg_err(diag, -ENOMEM, "out of memory");
 	}
@@ -1359,10 +1364,100 @@ out:
 
 /* Limits past which the memory layout is given up for a dump and the
  * packed layout used instead (mem_fallback): a hostile or degenerate dump
- * must not make the output explode.  A region wider than SPAN_LIMIT would
+ * must not make the output explode.  A MOVE's copy (with carry_live)
+ * writes its code, name, symbol and DWARF again (rec_meta): both are
+ * bounded by twice what the LOADs write.  A region wider than SPAN_LIMIT would
  * also overflow the 32-bit offsets of .eh_frame_hdr and DW_AT_high_pc. */
 #define SPAN_LIMIT (1ull << 30)
 #define CARRY_GENERATIONS 64	/* carrying costs generations x live code */
+/* regions may span this many times their code (+ 1 MiB per dump, + the
+ * run's slack): the rest of the images' apparent size is holes */
+#define SPREAD_FACTOR 64
+#define BUDGET_NAMES 8		/* dumps the run's warning names */
+
+struct pg_elfset_budget {
+	uint64_t code;		/* the code of the dumps planned so far */
+	uint64_t spread;	/* the address range their images span */
+	uint64_t bound;		/* SPREAD_FACTOR x (code + PG_ELF_RUN_SLACK) */
+	size_t nfell;		/* dumps written packed for the bound */
+	char *fell[BUDGET_NAMES];	/* the first ones (NULL: out of memory) */
+};
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+struct pg_elfset_budget *pg_elfset_budget_new(void)
+{
+	return calloc(1, sizeof(struct pg_elfset_budget));
+}
+
+void pg_elfset_budget_free(struct pg_elfset_budget *b)
+{
+	if (!b)
+		return;
+	for (size_t i = 0; i < b->nfell && i < BUDGET_NAMES; i++)
+		free(b->fell[i]);
+	free(b);
+}
+
+size_t pg_elfset_budget_report(const struct pg_elfset_budget *b, struct pg_diag *diag)
+{
+	struct pg_buf names = { 0 };
+	char more[48] = "";
+
+	if (!b || !b->nfell)
+		return 0;
+	for (size_t i = 0; i < b->nfell && i < BUDGET_NAMES; i++) {
+		const char *n = b->fell[i] ? b->fell[i] : "?";
+
+		if (i)
+			pg_buf_add(&names, ", ", 2);
+		pg_buf_add(&names, n, strlen(n));
+	}
+	pg_buf_u8(&names, 0);
+	if (b->nfell > BUDGET_NAMES)
+		snprintf(more, sizeof(more), " and %zu more", b->nfell - BUDGET_NAMES);
+	pg_warn(diag, "%zu dump%s written in the packed layout instead of the memory layout: the run's images would span more than %d x (its %llu bytes of code + %llu MiB) of address space: %s%s",
+		b->nfell, b->nfell == 1 ? "" : "s", SPREAD_FACTOR, (unsigned long long)b->code,
+		(unsigned long long)(PG_ELF_RUN_SLACK >> 20),
+		names.oom ? "(out of memory)" : (const char *)names.p, more);
+	pg_buf_free(&names);
+	return b->nfell;
+}
+
+/* A dump's code, planned in the memory layout: the run's bound grows. */
+static void budget_code(pg_elfset *set, uint64_t code)
+{
+	struct pg_elfset_budget *b = set->budget;
+	uint64_t c;
+
+	if (!b)
+		return;
+	b->code = sat_add(b->code, code);
+	c = sat_add(b->code, PG_ELF_RUN_SLACK);
+	b->bound = c > UINT64_MAX / SPREAD_FACTOR ? UINT64_MAX : SPREAD_FACTOR * c;
+}
+
+/* Whether the run's budget has room for a dump's spread (taking it if
+ * so); a dump without it is named in the run's warning. */
+static bool budget_take(pg_elfset *set, uint64_t spread)
+{
+	struct pg_elfset_budget *b = set->budget;
+
+	if (!b)
+		return true;
+	/* b->spread <= b->bound: it only grows within it, the bound never shrinks */
+	if (spread <= b->bound - b->spread) {
+		b->spread += spread;
+		return true;
+	}
+	if (b->nfell < BUDGET_NAMES)
+		b->fell[b->nfell] = strdup(set->dump_path);
+	b->nfell++;
+	return false;
+}
 
 /* Regions, generations, what each generation carries, and the images.
  * Returns 0, 1 when the memory layout is given up for this dump (nothing
@@ -1373,7 +1468,8 @@ static int mem_plan(pg_elfset *set)
 	size_t n = set->nplaces, nreg = 0, ngens = 0, nb = 0;
 	uint32_t *byaddr = NULL, *order = NULL, *carry = NULL, *live = NULL, *nlive = NULL;
 	struct region *rg = NULL;
-	uint64_t code = 0, moved = 0, meta = 0, spread = 0, carried = 0;
+	uint64_t code = 0, moved = 0, meta = 0, meta_moved = 0, spread = 0, carried = 0;
+	uint64_t carried_meta = 0;
 	bool budget_warned = false, carry_live = set->carry_live;
 	const char *why = NULL;
 	int ret = 0;
@@ -1396,15 +1492,16 @@ static int mem_plan(pg_elfset *set)
 		if (pl[i].remap)
 			continue;	/* no bytes of its own */
 		byaddr[nb++] = (uint32_t)i;
-		if (pl[i].move)
+		/* a MOVE's copy writes its name, symbol and DWARF again */
+		if (pl[i].move) {
 			moved += r->size;
-		else
+			meta_moved = sat_add(meta_moved, r->meta);
+		} else {
 			code += r->size;
-		/* what the names, symbols and DWARF of a copy cost, roughly */
-		meta += strlen(r->name) + 64 + 16 * r->nlines;
-		for (size_t k = 0; k < r->ninl; k++)
-			meta += 16 + 32ull * r->inl[k].nframes;
+			meta = sat_add(meta, r->meta);
+		}
 	}
+	budget_code(set, code);
 	qsort_r(byaddr, nb, sizeof(*byaddr), cmp_addr, pl);
 	/* regions: split where no code lies within PG_ELF_REGION_GAP */
 	for (size_t i = 0; i < nb; i++) {
@@ -1482,13 +1579,20 @@ static int mem_plan(pg_elfset *set)
 		why = "too many generations of reused code";
 	if (!why && moved > 2 * code + PG_ELF_REGION_GAP)
 		why = "code moved too often";
-	if (!why && spread / 64 > code + (1ull << 20))
+	if (!why && meta_moved > 2 * meta + PG_ELF_REGION_GAP)
+		why = "names and line rows moved too often";
+	if (!why && spread / SPREAD_FACTOR > code + (1ull << 20))
 		why = "code spread too thinly";
-	if (!why && meta > TABLE_LIMIT / 2)
+	if (!why && sat_add(meta, meta_moved) > TABLE_LIMIT)
 		why = "too many names and line rows";
 	if (why) {
 		pg_warn(set->diag, "%s: %s: written in the packed layout instead of the memory layout (%zu generations, %llu bytes of code)",
 			set->dump_name, why, ngens, (unsigned long long)code);
+		ret = 1;
+		goto out;
+	}
+	/* the run's bound: pg_elfset_budget_report() names the dump */
+	if (!budget_take(set, spread)) {
 		ret = 1;
 		goto out;
 	}
@@ -1514,7 +1618,7 @@ static int mem_plan(pg_elfset *set)
 			t1 = e < g->n ? pl[g->order[e]].time : UINT64_MAX;
 			for (size_t i = 0; i < nl && carry_live; i++) {
 				struct mplace *q = &pl[live[i]];
-				uint64_t sz = set->recs[q->rec].size;
+				uint64_t sz = set->recs[q->rec].size, mt = set->recs[q->rec].meta;
 				bool covered = q->killed != NONE && pl[q->killed].gen == k;
 				/* noted frames: only code some stack held then */
 				bool wanted = !set->noting || (q->ref_lo <= q->ref_hi &&
@@ -1526,12 +1630,15 @@ static int mem_plan(pg_elfset *set)
 					nlive[nn++] = live[i];
 					continue;
 				}
-				if (!covered && carried + sz <= code) {
+				/* code, names and rows each within what the LOADs have */
+				if (!covered && carried + sz <= code && carried_meta + mt <= meta) {
 					carry[nc++] = live[i];
 					carried += sz;
+					carried_meta += mt;
 				} else if (!covered && !budget_warned) {
-					pg_warn(set->diag, "%s: live code not carried into later generations beyond %llu bytes (the code's own size); perf's libdw unwinder may stop at frames of older images",
-						set->dump_name, (unsigned long long)code);
+					pg_warn(set->diag, "%s: live code not carried into later generations beyond %llu bytes of code and %llu of names and line rows (what its LOADs have); perf's libdw unwinder may stop at frames of older images",
+						set->dump_name, (unsigned long long)code,
+						(unsigned long long)meta);
 					budget_warned = true;
 				}
 				if (!covered)
@@ -1582,6 +1689,60 @@ out:
 }
 
 /* ---- code index -> its latest map or place ---- */
+
+static int cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)*(const char *const *)a, y = (uintptr_t)*(const char *const *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The bytes of the distinct strings of v (sorted here) written k times
+ * each: NULL and "" are written as "??". */
+static uint64_t distinct_bytes(const char **v, size_t n, unsigned k)
+{
+	uint64_t sum = 0;
+
+	qsort(v, n, sizeof(*v), cmp_ptr);
+	for (size_t i = 0; i < n; i++)
+		if (!i || v[i] != v[i - 1])
+			sum += k * ((v[i] && v[i][0] ? (uint64_t)strlen(v[i]) : 2) + 1);
+	return sum;
+}
+
+/* What each copy of r (its LOAD, a MOVE's copy, a carried copy) writes
+ * besides its code, at most: its name in .strtab and DW_AT_name, its
+ * symbol and DIEs, its line rows and inline entries, and the file and
+ * inlined function names (DW_AT_name and DW_AT_linkage_name) they use,
+ * each once: an image writes a name once however often it is used. */
+static int rec_meta(struct mrec *r)
+{
+	uint64_t m = 2 * ((uint64_t)strlen(r->name) + 1) + 64 + 16 * (uint64_t)r->nlines;
+	size_t nfr = 0, nfile = 0, nfunc = 0;
+	const char **v;
+
+	for (size_t k = 0; k < r->ninl; k++) {
+		nfr += r->inl[k].nframes;
+		m += 16 + 32ull * r->inl[k].nframes;
+	}
+	if (r->nlines || nfr) {
+		v = malloc((r->nlines + 2 * nfr) * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		for (size_t i = 0; i < r->nlines; i++)
+			v[nfile++] = r->lines[i].file;
+		for (size_t k = 0; k < r->ninl; k++)
+			for (uint32_t f = 0; f < r->inl[k].nframes; f++)
+				v[nfile++] = r->inl[k].frames[f].file;
+		for (size_t k = 0; k < r->ninl; k++)
+			for (uint32_t f = 0; f < r->inl[k].nframes; f++)
+				v[nfile + nfunc++] = r->inl[k].frames[f].func;
+		m += distinct_bytes(v, nfile, 1) + distinct_bytes(v + nfile, nfunc, 2);
+		free(v);
+	}
+	r->meta = m;
+	return 0;
+}
 
 static uint64_t mix64(uint64_t x)
 {
@@ -1694,6 +1855,11 @@ static int mem_keep(pg_elfset *set, const struct pg_code_event *ld)
 			fr += ld->inlines[i].nframes;
 		}
 		r->ninl = ld->ninlines;
+	}
+	if (rec_meta(r) < 0) {
+		free(r->lines);
+		free(r->inl);
+		return pg_err(set->diag, -ENOMEM, "out of memory");
 	}
 	p = &set->places[set->nplaces];
 	*p = (struct mplace){ .time = ld->time, .addr = ld->addr,
@@ -2130,6 +2296,7 @@ void pg_elfset_free(pg_elfset *set)
 	if (set->dirfd >= 0)
 		close(set->dirfd);
 	free(set->dump_name);
+	free(set->dump_path);
 	free(set->dir);
 	free(set->prefix);
 	free(set);

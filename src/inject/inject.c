@@ -78,6 +78,10 @@ struct inj {
 	pg_elfset **sets;	/* every dump's images, until the output commits */
 	size_t nsets, sets_cap;
 	size_t ncommitted;	/* pipe output: sets[0, ncommitted) have their names */
+	struct pg_elfset_budget *budget;	/* the run's bound on sparse images */
+	/* the dumps' sets and sources keep a pg_diag as long as they live:
+	 * this one, which outlives them */
+	struct pg_diag dd;
 	/* DWARF call graphs, file mode: dumps read before the prescan has
 	 * seen the samples; their stacks are noted, then the images written */
 	bool defer;
@@ -145,7 +149,7 @@ static struct event heap_pop(struct inj *j)
  * of this run removes it again: a failure leaves it unreferenced, never
  * another output without its image.  Those committed before a failing
  * rename stay too. */
-static int commit_keep(pg_elfset *set)
+static int commit_keep(struct inj *j, pg_elfset *set)
 {
 	sigset_t old;
 	int ret;
@@ -154,6 +158,8 @@ static int commit_keep(pg_elfset *set)
 	ret = pg_elfset_commit(set);
 	pg_elfset_keep(set);
 	pg_block_fatal_signals(false, &old);
+	if (ret)	/* the set reports into j->dd */
+		pg_err(j->diag, ret, "%s", j->dd.err);
 	return ret;
 }
 
@@ -169,7 +175,7 @@ static int emit(struct inj *j, const struct event *e)
 		int ret = pg_pdw_flush(j->w);
 
 		while (!ret && j->ncommitted < j->nsets)
-			ret = commit_keep(j->sets[j->ncommitted++]);
+			ret = commit_keep(j, j->sets[j->ncommitted++]);
 		if (ret)
 			return ret;
 	}
@@ -334,13 +340,13 @@ static int finish_dump(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool a
 static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by_hand)
 {
 	const struct pg_pd_time_conv *tc = pg_perfdata_time_conv(j->pd);
-	struct pg_diag dd = { .warn = j->diag->warn, .ctx = j->diag->ctx };
+	struct pg_diag *dd = &j->dd;	/* the set and the source keep it */
 	struct pg_elfset_opts eo = { .sz = sizeof(eo), .dir = j->image_dir, .per_function = j->o->per_function,
 				     .cfi_layout_perf_5_19 = j->cfi_compat,
 				     .build_id_names = true,
 				     .dir_nofollow = !j->o->image_dir,
 				     .memory_layout = j->o->layout != PG_INJECT_LAYOUT_PACKED,
-				     .plain_debug = j->o->plain_debug };
+				     .plain_debug = j->o->plain_debug, .budget = j->budget };
 	const struct pg_code_process *h;
 	struct pg_code_event rec;
 	pg_code_source *src = NULL;
@@ -354,7 +360,7 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 	if (!j->attrs_checked)
 		check_attrs(j);
 	eo.carry_live = j->user_stacks;
-	ret = pg_code_open(path, &dd, &src);
+	ret = pg_code_open(path, dd, &src);
 	if (ret)
 		goto fail;
 	h = pg_code_process(src);
@@ -363,18 +369,18 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 			path, h->pid, want_pid);
 	arch = h->arch_time;
 	if (arch && !tc) {
-		ret = pg_err(&dd, -EINVAL, "%s: the dump uses arch timestamps (TSC) but the perf.data has no TIME_CONV record to convert them; re-record with a perf that writes it, or on hardware with cap_user_time_zero",
+		ret = pg_err(dd, -EINVAL, "%s: the dump uses arch timestamps (TSC) but the perf.data has no TIME_CONV record to convert them; re-record with a perf that writes it, or on hardware with cap_user_time_zero",
 			     path);
 		goto fail;
 	}
 	if (!arch && !j->monotonic) {
-		ret = pg_err(&dd, -EINVAL, "%s: the dump's times are CLOCK_MONOTONIC but the events were not recorded with that clock; re-record with 'perf record -k mono'",
+		ret = pg_err(dd, -EINVAL, "%s: the dump's times are CLOCK_MONOTONIC but the events were not recorded with that clock; re-record with 'perf record -k mono'",
 			     path);
 		goto fail;
 	}
 	pi = pidinfo(j, h->pid);
 	if (!pi) {
-		ret = pg_err(&dd, -ENOMEM, "out of memory");
+		ret = pg_err(dd, -ENOMEM, "out of memory");
 		goto fail;
 	}
 	pi->by_hand |= by_hand;
@@ -385,11 +391,11 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 		snprintf(prefix, sizeof(prefix), "jitted-%u", h->pid);
 	eo.prefix = prefix;
 	if (!pg_grow((void **)&j->sets, &j->sets_cap, j->nsets + 1, sizeof(*j->sets))) {
-		ret = pg_err(&dd, -ENOMEM, "out of memory");
+		ret = pg_err(dd, -ENOMEM, "out of memory");
 		goto fail;
 	}
 	fatal = true;	/* from here on, errors are the output's */
-	ret = pg_elfset_new(h, path, &eo, &dd, &set);
+	ret = pg_elfset_new(h, path, &eo, dd, &set);
 	if (ret)
 		goto fail;
 	while ((ret = pg_code_next(src, &rec)) > 0) {
@@ -411,7 +417,7 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 	if (j->defer && eo.carry_live && !arch && eo.memory_layout && !eo.per_function) {
 		/* carry only the code the samples' stacks reach (note_sample) */
 		if (!pg_grow((void **)&j->later, &j->later_cap, j->nlater + 1, sizeof(*j->later))) {
-			ret = pg_err(&dd, -ENOMEM, "out of memory");
+			ret = pg_err(dd, -ENOMEM, "out of memory");
 			goto fail;
 		}
 		ret = pg_elfset_note_frames(set, 0, NULL, 0);
@@ -422,7 +428,7 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 							   .is_64bit = h->is_64bit };
 		return 0;
 	}
-	ret = finish_dump(j, set, pi, arch, &dd);
+	ret = finish_dump(j, set, pi, arch, dd);
 	set = NULL;
 	if (ret < 0)
 		goto fail;
@@ -435,15 +441,15 @@ fail:
 	j->nimgs = base_img;
 	/* a dump that changed while read (zeros where it shrank) fails the
 	 * run, as the commit would: not a damaged dump left out */
-	if (!fatal && pg_inputs_check(&dd) < 0)
+	if (!fatal && pg_inputs_check(dd) < 0)
 		fatal = true;
 	if (fatal) {
 		/* dd's message names the image file and the system's error */
-		ret = pg_err(j->diag, ret < 0 ? ret : -EIO, "%s", dd.err);
+		ret = pg_err(j->diag, ret < 0 ? ret : -EIO, "%s", dd->err);
 		goto out;
 	}
 	j->st->dumps_failed++;
-	pg_warn(j->diag, "%s; this dump is not injected", dd.err);
+	pg_warn(j->diag, "%s; this dump is not injected", dd->err);
 	ret = 0;
 out:
 	pg_elfset_free(set);
@@ -715,7 +721,6 @@ static int finish_later(struct inj *j)
 {
 	for (size_t i = 0; i < j->nlater; i++) {
 		struct deferred *d = &j->later[i];
-		struct pg_diag dd = { .warn = j->diag->warn, .ctx = j->diag->ctx };
 		struct pidinfo *pi = pidinfo(j, d->pid);
 		pg_elfset *set = d->set;
 		int ret;
@@ -723,11 +728,11 @@ static int finish_later(struct inj *j)
 		if (!pi)
 			return pg_err(j->diag, -ENOMEM, "out of memory");
 		d->set = NULL;	/* finish_dump takes it */
-		ret = finish_dump(j, set, pi, false, &dd);
+		ret = finish_dump(j, set, pi, false, &j->dd);
 		pg_code_close(d->src);
 		d->src = NULL;
 		if (ret)
-			return pg_err(j->diag, ret, "%s", dd.err);
+			return pg_err(j->diag, ret, "%s", j->dd.err);
 	}
 	j->nlater = 0;
 	return 0;
@@ -768,7 +773,8 @@ static int prescan(struct inj *j)
 static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 		  struct pg_inject_stats *st)
 {
-	struct inj j = { .o = o, .diag = diag, .st = st };
+	struct inj j = { .o = o, .diag = diag, .st = st,
+			 .dd = { .warn = diag->warn, .ctx = diag->ctx } };
 	struct pg_pdw_opts wo = { .sz = sizeof(wo) };
 	struct pg_pd_rec r;
 	struct stat ost;
@@ -777,11 +783,16 @@ static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 	int ret;
 
 	j.jdc = pg_jd_cache_new();
-	if (!j.jdc)
+	j.budget = pg_elfset_budget_new();
+	if (!j.jdc || !j.budget) {
+		pg_jd_cache_free(j.jdc);
+		pg_elfset_budget_free(j.budget);
 		return pg_err(diag, -ENOMEM, "out of memory");
+	}
 	ret = pg_perfdata_open(o->input, diag, &j.pd);
 	if (ret) {
 		pg_jd_cache_free(j.jdc);
+		pg_elfset_budget_free(j.budget);
 		return ret;
 	}
 
@@ -911,6 +922,9 @@ static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 	}
 	if (!ret)
 		ret = flush_until(&j, UINT64_MAX);
+	/* every dump is planned: one warning for those the run's bound packed */
+	if (!ret)
+		pg_elfset_budget_report(j.budget, diag);
 	st->cfi_compat = j.cfi_compat;
 	/* The output's bytes first, then the images' names, then the
 	 * output's name: a run that fails or is killed before the end leaves
@@ -919,11 +933,8 @@ static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 		st->output_bytes = pg_pdw_bytes(j.w);
 		ret = pg_pdw_finish(j.w);
 	}
-	/* the commits would find it too, but report into the sets' diags */
-	if (!ret)
-		ret = pg_inputs_check(diag);
 	for (size_t i = 0; !ret && i < j.nsets; i++)
-		ret = commit_keep(j.sets[i]);
+		ret = commit_keep(&j, j.sets[i]);
 	if (!ret && j.w) {
 		sigset_t old;
 
@@ -969,6 +980,7 @@ out:
 		free((char *)j.seen.keys[i]);
 	pg_strmap_free(&j.seen);
 	pg_jd_cache_free(j.jdc);
+	pg_elfset_budget_free(j.budget);
 	return ret;
 }
 
