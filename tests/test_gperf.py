@@ -537,6 +537,11 @@ class GperfRealProfiles(unittest.TestCase):
             except TooFewRecords as e:
                 tried.append("GPERF_SCALE=%d: %s" % (scale, e))
                 continue
+            with open(src["profile"], "rb") as f:
+                recs = profile_records(f.read())
+            print("\ninfo: %s: %d records in %s (counts %s), new counts %s"
+                  % (name, len(recs), src["profile"], [r[1] for r in recs], counts),
+                  file=sys.stderr)
             cls.scen[name] = dict(src, name=name, profile=dst, derived_from=src["profile"])
             cls.derived_counts[name], cls.derived_total[name] = counts, total
             return
