@@ -1233,8 +1233,7 @@ class GperfRealProfilesDerivation(unittest.TestCase):
     def test_too_few_records_records_longer(self):
         """A recording of ownlib with 4 records: ownlib is recorded again
         with GPERF_SCALE=2 (the real generator) and derived from that."""
-        ns = self.fake_class([141, 60, 21, 34], GperfRealProfiles.generate.__func__.__get__(
-            GperfRealProfiles))
+        ns = self.fake_class([141, 60, 21, 34], GperfRealProfiles.generate)
         GperfRealProfiles.derive.__func__(ns, "ownlib-flips")
         s = ns.scen["ownlib-flips"]
         self.assertEqual(s["derived_from"], os.path.join(self.tmp, "ownlib-x2", "ownlib.prof"))
