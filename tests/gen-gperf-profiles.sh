@@ -11,22 +11,39 @@
 #                            libs = its own .so files)
 #
 # Scenarios: pie, nopie, ownlib, threads, deep, api, dlopen, vdso, inline.
-# Usage: tests/gen-gperf-profiles.sh OUTDIR
+# Usage: tests/gen-gperf-profiles.sh OUTDIR [SCENARIO...]
+#   (with SCENARIOs: only those are run and listed in scenarios.json)
 # Environment: CC (default gcc), LIBPROFILER (default: libprofiler.so.0 or
-# libprofiler.so in /usr/lib/x86_64-linux-gnu, else found by ldconfig).
+# libprofiler.so in /usr/lib/x86_64-linux-gnu, else found by ldconfig),
+# GPERF_SCALE=K (default 1): run K times longer (K times the work, so more
+# ticks and more distinct stacks); only pie, nopie, ownlib, vdso and inline
+# take a length, asking it of another scenario is an error.
 # Takes ~10 s of CPU (each run <= ~1.3 s).  Intermediate files live in a
 # temporary directory inside OUTDIR that is removed on exit; nothing is
 # written elsewhere.  A failed build, a failed run, or a profile without
 # the gperftools header makes the script exit non-zero.
 set -euo pipefail
 
-if [ $# -ne 1 ]; then
-	sed -n '3,20s/^# \{0,1\}//p' "$0" >&2
+if [ $# -lt 1 ]; then
+	sed -n '3,25s/^# \{0,1\}//p' "$0" >&2
 	exit 2
 fi
 src=$(cd "$(dirname "$0")/gperf" && pwd)
 mkdir -p "$1"
 out=$(cd "$1" && pwd)
+shift
+all=(pie nopie ownlib threads deep api dlopen vdso inline)
+only=("$@")
+for s in "${only[@]}"; do
+	case " ${all[*]} " in
+	*" $s "*) ;;
+	*) echo "gen-gperf-profiles: unknown scenario '$s' (${all[*]})" >&2; exit 2 ;;
+	esac
+done
+scale=${GPERF_SCALE:-1}
+case $scale in
+'' | *[!0-9]* | 0*) echo "gen-gperf-profiles: GPERF_SCALE must be a positive integer" >&2; exit 2 ;;
+esac
 bin=$out/bin
 mkdir -p "$bin"
 tmp=$(mktemp -d "$out/.gen-gperf.XXXXXX")
@@ -145,19 +162,39 @@ run() {
 	mv -f "$p" "$out/$name.prof"
 }
 
-run pie 1000 preload pie
-run nopie 1000 preload nopie
-run ownlib 1000 preload ownlib
-run threads 1000 preload threads
-run deep 250 preload deep 300
-run api 250 api api
-run dlopen 1000 preload dlopen "$bin/libplug.so"
-run vdso 1000 preload vdso
-run inline 1000 preload inline
+# wanted NAME: NAME is to be run (every scenario when none was named).
+wanted() {
+	[ ${#only[@]} -eq 0 ] && return 0
+	case " ${only[*]} " in *" $1 "*) return 0 ;; esac
+	return 1
+}
+# length NAME DEFAULT...: sets largs to the length arguments of NAME's
+# program at GPERF_SCALE: none at 1 (the program's defaults, DEFAULT...),
+# each DEFAULT x GPERF_SCALE otherwise.
+length() {
+	local name=$1 d
+	shift
+	largs=()
+	[ "$scale" -eq 1 ] && return 0
+	[ $# -gt 0 ] || die "$name: its program takes no length (GPERF_SCALE=$scale)"
+	for d in "$@"; do
+		largs+=($((d * scale)))
+	done
+}
+if wanted pie; then length pie 12; run pie 1000 preload pie "${largs[@]}"; fi
+if wanted nopie; then length nopie 12; run nopie 1000 preload nopie "${largs[@]}"; fi
+if wanted ownlib; then length ownlib 10 1; run ownlib 1000 preload ownlib "${largs[@]}"; fi
+if wanted threads; then length threads; run threads 1000 preload threads "${largs[@]}"; fi
+if wanted deep; then length deep; run deep 250 preload deep 300; fi
+if wanted api; then length api; run api 250 api api; fi
+if wanted dlopen; then length dlopen; run dlopen 1000 preload dlopen "$bin/libplug.so"; fi
+if wanted vdso; then length vdso 30000000; run vdso 1000 preload vdso "${largs[@]}"; fi
+if wanted inline; then length inline 900000000; run inline 1000 preload inline "${largs[@]}"; fi
 
 # ---- scenarios.json --------------------------------------------------------
 entries=()
 scenario() { # NAME PROGRAM LIBS_JSON DESCRIPTION
+	wanted "$1" || return 0
 	[ -f "$out/$1.prof" ] || die "missing profile $out/$1.prof"
 	entries+=("  {\"name\": \"$1\", \"profile\": \"$out/$1.prof\",
    \"binary\": \"$bin/$2\", \"libs\": $3,

@@ -10,7 +10,15 @@
 2. Discovers tests/test_*.py and runs them with unittest, with
    PERFGRAFT=DIR/perfgraft in the environment.
 3. Checks that the run left nothing behind: `git status --porcelain` is the
-   same as before the run, and ~/.debug gained no entries.
+   same as before the run, and $HOME/.debug gained no entries.
+
+The whole run has a HOME of its own: an empty temporary directory, removed
+at the end.  The user's ~/.debug (or ~/.perfconfig, ...) is never read or
+written, and the .debug check is exact: perf run elsewhere on the machine
+cannot make it fail, and a test whose perf lacks --buildid-dir (perf record
+without -N copies every binary it saw into $HOME/.debug) still makes it
+fail.  Other files the run leaves in that HOME are listed as a note.
+git runs with the caller's environment (its configuration is in ~).
 
 The last line printed is `N passed, N failed` (`, N skipped` appended when
 some were skipped); the exit status is 1 when anything failed.
@@ -20,13 +28,20 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+# The caller's environment, before HOME is replaced (for git).
+CALLER_ENV = dict(os.environ)
+# Variables that would lead programs to the caller's home instead of HOME.
+HOME_VARS = ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
+             "PERF_BUILDID_DIR")
 
 
 class Tally:
@@ -46,7 +61,7 @@ def git_status():
         p = subprocess.run(["git", "-C", ROOT, "status", "--porcelain",
                             "--untracked-files=all"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           timeout=120)
+                           timeout=120, env=CALLER_ENV)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if p.returncode != 0:
@@ -55,7 +70,8 @@ def git_status():
 
 
 def debug_dir_entries():
-    top = os.path.expanduser("~/.debug")
+    """Every path under $HOME/.debug (the run's own HOME once set)."""
+    top = os.path.join(os.environ["HOME"], ".debug")
     if not os.path.lexists(top):
         return set()
     out = {top}
@@ -63,6 +79,15 @@ def debug_dir_entries():
         for n in dirnames + filenames:
             out.add(os.path.join(dirpath, n))
     return out
+
+
+def own_home():
+    """Gives the run an empty HOME of its own; returns it."""
+    home = tempfile.mkdtemp(prefix="perfgraft-tests-home.")
+    os.environ["HOME"] = home
+    for v in HOME_VARS:
+        os.environ.pop(v, None)
+    return home
 
 
 def meson_has_tests(build):
@@ -180,20 +205,8 @@ def _test_key(t):
     return case.id() if hasattr(case, "id") else str(case)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--build", default=os.path.join(ROOT, "build"),
-                    help="meson build directory (default: ROOT/build)")
-    ap.add_argument("-k", dest="pattern", default=None,
-                    help="only run unittest tests whose name matches")
-    ap.add_argument("-q", action="store_true", help="less unittest output")
-    args = ap.parse_args()
-    build = os.path.abspath(args.build)
-    # Leave no __pycache__ behind (the leftover check below would see it).
-    sys.dont_write_bytecode = True
-    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
-
-    git_before = git_status()
+def run_all(build, args, git_before):
+    """Everything but the HOME set-up; the Tally."""
     debug_before = debug_dir_entries()
     tally = Tally()
 
@@ -221,9 +234,36 @@ def main():
     debug_after = debug_dir_entries()
     new = sorted(debug_after - debug_before)
     if new:
-        tally.fail("leftovers", "new entries in ~/.debug: %s" % new[:20])
+        tally.fail("leftovers", "new entries in the run's $HOME/.debug (a perf "
+                   "without --buildid-dir?): %s" % new[:20])
     else:
         tally.passed += 1
+    other = sorted(set(os.listdir(os.environ["HOME"])) - {".debug"})
+    if other:
+        print("note: the run left in its HOME (%s, removed now): %s"
+              % (os.environ["HOME"], other), flush=True)
+    return tally
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"),
+                    help="meson build directory (default: ROOT/build)")
+    ap.add_argument("-k", dest="pattern", default=None,
+                    help="only run unittest tests whose name matches")
+    ap.add_argument("-q", action="store_true", help="less unittest output")
+    args = ap.parse_args()
+    build = os.path.abspath(args.build)
+    # Leave no __pycache__ behind (the leftover check below would see it).
+    sys.dont_write_bytecode = True
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+
+    git_before = git_status()
+    home = own_home()
+    try:
+        tally = run_all(build, args, git_before)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
     if tally.failures:
         print("\nFailures:")

@@ -30,8 +30,10 @@ perf's counts taken from the periods (ticks = period / sampling period):
   (e) dlopen: the dlclose'd plugin's samples are unknown addresses for both
       tools, with equal sums;
   (g) damaged counts (DERIVED: one count near 4e9, counts with a flipped
-      byte) convert at once into a small file whose (b)-(d) answers are
-      still pprof's, and --max-samples switches between the two forms;
+      byte, in records picked from the recording at hand, which is recorded
+      longer when it has too few) convert at once into a small file whose
+      (b)-(d) answers are still pprof's, and --max-samples switches between
+      the two forms;
   plus: one MMAP2 per executable maps line with the exact offset, the
   cpu-clock period, the summary line, -q, --pid and --comm.
 
@@ -56,6 +58,8 @@ tests fail (they do not skip).
 """
 
 import collections
+import contextlib
+import io
 import json
 import os
 import re
@@ -65,7 +69,6 @@ import struct
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -82,16 +85,71 @@ FREQ = {"deep": 250, "api": 250}
 
 # Profiles derived from the generated ones with damaged counts (the
 # reports of issue 12: one count near 4e9 made the converter write 8 GB in
-# 20 s; some random byte flips wrote > 400 MB).  name: (base scenario,
-# {record index: new count}).  Both count far more than the default
-# --max-samples, so perfgraft writes one sample per distinct stack whose
-# period carries the count.
+# 20 s; some random byte flips wrote > 400 MB).  Which records are damaged
+# is decided from the recording at hand (libprofiler writes one record per
+# distinct stack it saw, 5 in one run and 7 in the next), never from record
+# indices or counts of an earlier recording.  Both count far more than the
+# default --max-samples, so perfgraft writes one sample per distinct stack
+# whose period carries the count.
+DEFAULT_MAX_SAMPLES = 1000000
+
+
+class TooFewRecords(Exception):
+    pass
+
+
+class Derivation:
+    """A damaged copy of the base scenario's profile.  edit(recs), recs
+    being profile_records() of the recording, returns {record index: new
+    count}; it needs at least `need` records (setUpClass records the base
+    scenario longer when the recording has fewer)."""
+
+    def __init__(self, base, need, edit, what):
+        self.base, self.need, self.edit, self.what = base, need, edit, what
+
+    def edits(self, recs):
+        if len(recs) < self.need:
+            raise TooFewRecords("%d records, %s needs %d (%s)"
+                                % (len(recs), self.base, self.need, self.what))
+        e = self.edit(recs)
+        total = sum(e.get(k, r[1]) for k, r in enumerate(recs))
+        bad = {k: v for k, v in e.items()
+               if not 0 <= k < len(recs) or not 0 < v < 1 << 64 or v == recs[k][1]}
+        if bad or total <= DEFAULT_MAX_SAMPLES:
+            # a derivation that damages nothing, or writes a count of 0
+            # (a trailer), would test something else: refuse it loudly
+            raise AssertionError("derivation %r of %s gives %s (total %d)"
+                                 % (self.what, [r[1] for r in recs], e, total))
+        return e
+
+
+def by_count(recs):
+    """Record indices, largest count first (the earlier record on ties)."""
+    return sorted(range(len(recs)), key=lambda k: (-recs[k][1], k))
+
+
+def huge_largest(recs):
+    return {by_count(recs)[0]: 3999999000}
+
+
+# one byte (1, 2 or 3) of the count flipped, one mask per damaged record
+FLIPS = (0x5a000000, 0x3c0000, 0x7700, 0x81000000, 0x2a0000)
+
+
+def flip_largest(recs):
+    return {k: recs[k][1] ^ m for k, m in zip(by_count(recs), FLIPS)}
+
+
 DERIVED = {
-    "pie-huge": ("pie", {0: 3999999000}),
-    # a byte of the count flipped in 5 of ownlib's records (bytes 1-3)
-    "ownlib-flips": ("ownlib", {0: 51 ^ 0x5a000000, 2: 18 ^ 0x3c0000, 3: 165 ^ 0x7700,
-                                5: 17 ^ 0x81000000, 7: 11 ^ 0x2a0000}),
+    "pie-huge": Derivation("pie", 1, huge_largest,
+                           "the record with the largest count gets 3999999000"),
+    "ownlib-flips": Derivation("ownlib", len(FLIPS), flip_largest,
+                               "a byte (1-3) of the count flipped in the %d records with the "
+                               "largest counts" % len(FLIPS)),
 }
+# Longer recordings tried for a base scenario with too few records
+# (GPERF_SCALE of tests/gen-gperf-profiles.sh), then the class fails.
+RERECORD_SCALES = (2, 4, 8)
 # "default": perfgraft gperf PROFILE (one sample per tick for the
 # generated profiles); "weighted": --max-samples 0 (one per distinct stack).
 # perf's period sums are pprof's counts either way.
@@ -102,7 +160,7 @@ FSIZE_LIMIT = 64 << 20
 
 
 def base_of(name):
-    return DERIVED[name][0] if name in DERIVED else name
+    return DERIVED[name].base if name in DERIVED else name
 
 
 def tick_ns(name):
@@ -122,16 +180,19 @@ def profile_records(data):
         i += 2 + d
 
 
-def derive_profile(src, dst, counts):
-    """src with the counts of some records replaced; the new total."""
+def derive_profile(src, dst, derivation):
+    """Writes dst, src with the counts derivation picks from src's own
+    records; returns ({record index: new count}, the new total).  Raises
+    TooFewRecords when src has fewer records than the derivation needs."""
     with open(src, "rb") as f:
         data = bytearray(f.read())
     recs = profile_records(data)
+    counts = derivation.edits(recs)
     for k, v in counts.items():
         struct.pack_into("<Q", data, recs[k][0], v)
     with open(dst, "wb") as f:
         f.write(data)
-    return sum(counts.get(k, r[1]) for k, r in enumerate(recs))
+    return counts, sum(counts.get(k, r[1]) for k, r in enumerate(recs))
 
 
 def limit_fsize():
@@ -428,27 +489,64 @@ class GperfRealProfiles(unittest.TestCase):
         cls.perftmp = os.path.join(cls.tmp, "perftmp")
         os.mkdir(cls.buildid)
         os.mkdir(cls.perftmp)
-        out = os.environ.get("PERFGRAFT_GPERF_PROFILES")
-        if not out:
-            out = os.path.join(cls.tmp, "profiles")
-            p = subprocess.run(["bash", GEN, out], capture_output=True, text=True,
-                               timeout=600)
-            if p.returncode != 0:
-                cls._tmp.cleanup()
-                raise RuntimeError("gen-gperf-profiles.sh failed (%d): %s"
-                                   % (p.returncode, p.stderr[-3000:]))
-        cls.profiles = out
-        with open(os.path.join(out, "scenarios.json")) as f:
-            cls.scen = {s["name"]: s for s in json.load(f)}
-        cls.derived_total = {}
-        for name, (base, counts) in DERIVED.items():
-            s = dict(cls.scen[base], name=name,
-                     profile=os.path.join(cls.tmp, name + ".prof"))
-            cls.derived_total[name] = derive_profile(cls.scen[base]["profile"],
-                                                     s["profile"], counts)
-            cls.scen[name] = s
+        try:
+            out = os.environ.get("PERFGRAFT_GPERF_PROFILES")
+            if not out:
+                out = os.path.join(cls.tmp, "profiles")
+                cls.generate(out)
+            cls.profiles = out
+            with open(os.path.join(out, "scenarios.json")) as f:
+                cls.scen = {s["name"]: s for s in json.load(f)}
+            cls.derived_counts, cls.derived_total = {}, {}
+            for name in DERIVED:
+                cls.derive(name)
+        except BaseException:
+            cls._tmp.cleanup()
+            raise
         cls.problem = converter_problem()
         cls._cache = {}
+
+    @classmethod
+    def generate(cls, out, *scenarios, scale=1):
+        env = dict(os.environ, GPERF_SCALE=str(scale))
+        p = subprocess.run(["bash", GEN, out] + list(scenarios), capture_output=True,
+                           text=True, timeout=600 * scale, env=env)
+        if p.returncode != 0:
+            raise RuntimeError("gen-gperf-profiles.sh %s (GPERF_SCALE=%d) failed (%d): %s"
+                               % (" ".join(scenarios), scale, p.returncode, p.stderr[-3000:]))
+
+    @classmethod
+    def derive(cls, name):
+        """cls.scen[name]: the derived profile, written from the base
+        scenario's recording, or from a longer recording of it (printed)
+        when that has fewer records than the derivation needs."""
+        dv = DERIVED[name]
+        src = cls.scen[dv.base]
+        dst = os.path.join(cls.tmp, name + ".prof")
+        tried = []
+        for scale in (1,) + RERECORD_SCALES:
+            if scale > 1:
+                print("\n%s: %s; recording %s again with GPERF_SCALE=%d"
+                      % (name, tried[-1], dv.base, scale), file=sys.stderr)
+                out = os.path.join(cls.tmp, "%s-x%d" % (dv.base, scale))
+                cls.generate(out, dv.base, scale=scale)
+                with open(os.path.join(out, "scenarios.json")) as f:
+                    src = json.load(f)[0]
+            try:
+                counts, total = derive_profile(src["profile"], dst, dv)
+            except TooFewRecords as e:
+                tried.append("GPERF_SCALE=%d: %s" % (scale, e))
+                continue
+            with open(src["profile"], "rb") as f:
+                recs = profile_records(f.read())
+            print("\ninfo: %s: %d records in %s (counts %s), new counts %s"
+                  % (name, len(recs), src["profile"], [r[1] for r in recs], counts),
+                  file=sys.stderr)
+            cls.scen[name] = dict(src, name=name, profile=dst, derived_from=src["profile"])
+            cls.derived_counts[name], cls.derived_total[name] = counts, total
+            return
+        raise RuntimeError("%s: no recording of %s has enough records: %s"
+                           % (name, dv.base, "; ".join(tried)))
 
     @classmethod
     def tearDownClass(cls):
@@ -474,26 +572,27 @@ class GperfRealProfiles(unittest.TestCase):
 
     def convert(self, name, *extra, tag="", timeout=300):
         """perfgraft gperf with output files limited to FSIZE_LIMIT;
-        (output, stderr, wall seconds)."""
+        (output, stderr, CPU seconds).  CPU time, not wall time: the
+        machine may be busy with other work."""
         self.need_converter()
         out = os.path.join(self.tmp, name + tag + ".data")
         args = [PERFGRAFT, "gperf", self.scen[name]["profile"], "-o", out] + list(extra)
-        t0 = time.monotonic()
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         try:
             p = subprocess.run(args, capture_output=True, text=True, timeout=timeout,
                                preexec_fn=limit_fsize)
         except subprocess.TimeoutExpired:
             self.fail("%s: still running after %d s" % (" ".join(args), timeout))
-        wall = time.monotonic() - t0
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
         self.assertEqual(p.returncode, 0, "%s: %s" % (" ".join(args), p.stderr))
         self.assertTrue(os.path.getsize(out) > 0, out)
-        return out, p.stderr, wall
+        return out, p.stderr, cpu
 
     def conversion(self, name, mode="default"):
-        """(output, stderr, wall seconds) of the profile in that mode."""
+        """(output, stderr, CPU seconds) of the profile in that mode."""
         extra = ("--max-samples", "0") if mode == "weighted" else ()
-        return self.cached(("data", name, mode), lambda: self.convert(
-            name, *extra, tag="-" + mode, timeout=60))
+        return self.cached(("data", name, mode), lambda: self.convert(name, *extra, tag="-" + mode))
 
     def data(self, name, mode="default"):
         return self.conversion(name, mode)[0]
@@ -680,6 +779,23 @@ class GperfRealProfiles(unittest.TestCase):
                         self.assertNotIn(lib, paths, "dlclose'd plugin still mapped")
                     else:
                         self.assertIn(lib, paths)
+        for name, dv in DERIVED.items():
+            with self.subTest(scenario=name):
+                # the recording with the counts of the records the
+                # derivation picked from it replaced, nothing else
+                s = self.scen[name]
+                with open(s["derived_from"], "rb") as f, open(s["profile"], "rb") as g:
+                    src, dst = f.read(), g.read()
+                recs = profile_records(src)
+                self.assertGreaterEqual(len(recs), dv.need)
+                counts = self.derived_counts[name]
+                self.assertEqual(counts, dv.edits(recs))
+                want = bytearray(src)
+                for k, v in counts.items():
+                    struct.pack_into("<Q", want, recs[k][0], v)
+                self.assertEqual(dst, bytes(want))
+                self.assertEqual([r[1] for r in profile_records(dst)],
+                                 [counts.get(k, r[1]) for k, r in enumerate(recs)])
 
     def test_01_reference_shapes(self):
         """What the programs must make pprof see (checks the generator and
@@ -909,7 +1025,7 @@ class GperfRealProfiles(unittest.TestCase):
         self.need_converter()
         for name in ("pie", "deep"):
             with self.subTest(scenario=name):
-                out, err, _wall = self.convert(name, tag="-summary")
+                out, err, _cpu = self.convert(name, tag="-summary")
                 lines = [ln for ln in err.splitlines() if ln.strip()]
                 self.assertEqual(len(lines), 1, err)
                 self.assertTrue(lines[0].startswith("perfgraft: gperf: "), err)
@@ -923,14 +1039,14 @@ class GperfRealProfiles(unittest.TestCase):
                 self.assertEqual(periods, {1000 * 1000000 // FREQ.get(name, 1000)})
                 self.assertEqual(len(events), 1, events)
                 self.assertTrue(next(iter(events)).startswith("cpu-clock"), events)
-                q, qerr, _wall = self.convert(name, "-q", tag="-quiet")
+                q, qerr, _cpu = self.convert(name, "-q", tag="-quiet")
                 self.assertEqual(qerr.strip(), "")
                 with open(out, "rb") as a, open(q, "rb") as b:
                     self.assertEqual(a.read(), b.read(), "-q changed the output")
 
     def test_f_pid_and_comm(self):
         self.need_converter()
-        out, _err, _wall = self.convert("pie", "--pid", "4321", "--comm", "gperfcomm",
+        out, _err, _cpu = self.convert("pie", "--pid", "4321", "--comm", "gperfcomm",
                                         tag="-pidcomm")
         seen = set()
         for line in self.perf_script(out, "-F", "comm,pid,tid").splitlines():
@@ -949,20 +1065,24 @@ class GperfRealProfiles(unittest.TestCase):
         of a few KB, whose periods add up to pprof's Total (the per-function
         comparisons are in (b)-(d))."""
         self.need_converter()
-        for name, (base, counts) in DERIVED.items():
+        for name in DERIVED:
             with self.subTest(scenario=name):
-                out, err, wall = self.conversion(name)
+                out, err, cpu = self.conversion(name)
                 total = self.derived_total[name]
                 self.assertEqual(self.pprof(name).total, total)
                 self.assertLess(os.path.getsize(out), 1 << 20, err)
-                self.assertLess(wall, 10.0, err)
-                self.assertIn("%d ticks, more than --max-samples 1000000" % total, err)
+                self.assertLess(cpu, 10.0, err)
+                self.assertIn("%d ticks, more than --max-samples %d"
+                              % (total, DEFAULT_MAX_SAMPLES), err)
                 with open(self.scen[name]["profile"], "rb") as f:
                     data = f.read()
                 recs = profile_records(data)
-                k = max(counts, key=counts.get)
+                # the record the warning names: the first with the
+                # largest count of the derived profile
+                k = by_count(recs)[0]
+                self.assertIn(k, self.derived_counts[name])
                 self.assertIn("largest record count %d, offset %d: a damaged count?"
-                              % (counts[k], recs[k][0]), err)
+                              % (recs[k][1], recs[k][0]), err)
                 self.assertRegex(err, r"-> \d+ samples of \S+ \(pid \d+\), one per distinct "
                                  r"stack weighted by its ticks")
                 t = self.perf_flat_report(name)
@@ -977,8 +1097,7 @@ class GperfRealProfiles(unittest.TestCase):
                 # a stack twice when it evicts it from its table)
                 def stack(j):
                     return data[recs[j][0] + 16:recs[j][0] + 16 + 8 * recs[j][2]]
-                same = sum(counts.get(j, recs[j][1]) for j in range(len(recs))
-                           if stack(j) == stack(k))
+                same = sum(recs[j][1] for j in range(len(recs)) if stack(j) == stack(k))
                 self.assertIn(same * tick_ns(name), periods)
 
     def test_g_max_samples_option(self):
@@ -1013,6 +1132,116 @@ class GperfRealProfiles(unittest.TestCase):
                            text=True, timeout=300)
         self.assertEqual(p.returncode, 0, p.stderr)
         return json.loads(p.stdout)
+
+
+def synthetic_profile(path, counts):
+    """A 64-bit profile (gperf_gen) with one record per count, each its own
+    stack, as a recording with len(counts) distinct stacks."""
+    import gperf_gen
+    prog = gperf_gen.PROG
+    recs = [(c, [prog + 0x100 + 8 * i, prog + 0x400, prog + 0x500]) for i, c in enumerate(counts)]
+    case = gperf_gen.build("derive", records=recs, maps=gperf_gen.base_maps())
+    with open(path, "wb") as f:
+        f.write(case.data)
+
+
+class GperfRealProfilesDerivation(unittest.TestCase):
+    """DERIVED picks its records from whatever was recorded (issue 20: a
+    recording with 5 distinct stacks made fixed record indices up to 7 fail
+    in setUpClass), and a recording with too few records is recorded again,
+    longer, or the class fails: it never skips."""
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="pg-gperf-derive-")
+        self.addCleanup(self._tmp.cleanup)
+        self.tmp = self._tmp.name
+
+    def derive(self, name, counts):
+        src = os.path.join(self.tmp, "src-%d.prof" % len(counts))
+        synthetic_profile(src, counts)
+        dst = os.path.join(self.tmp, name + ".prof")
+        edits, total = derive_profile(src, dst, DERIVED[name])
+        with open(dst, "rb") as f:
+            got = [r[1] for r in profile_records(f.read())]
+        self.assertEqual(got, [edits.get(k, c) for k, c in enumerate(counts)])
+        self.assertEqual(total, sum(got))
+        return edits, total, dst
+
+    def test_five_distinct_stacks(self):
+        # the counts of the ownlib recording that broke the fixed indices
+        counts = [141, 60, 21, 7, 34]
+        edits, total, _ = self.derive("pie-huge", counts)
+        self.assertEqual(edits, {0: 3999999000})
+        edits, total, dst = self.derive("ownlib-flips", counts)
+        self.assertEqual(edits, {0: 141 ^ 0x5a000000, 1: 60 ^ 0x3c0000, 4: 34 ^ 0x7700,
+                                 2: 21 ^ 0x81000000, 3: 7 ^ 0x2a0000})
+        self.assertGreater(total, DEFAULT_MAX_SAMPLES)
+        if os.path.exists(PERFGRAFT):
+            p = subprocess.run([PERFGRAFT, "dump", "--json", dst], capture_output=True,
+                               text=True, timeout=300)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            d = json.loads(p.stdout)
+            self.assertEqual((d["records"], d["total_samples"], d["warnings"]),
+                             (5, total, []))
+
+    def test_ties_and_larger_recordings(self):
+        # ties go to the earlier record; only the five largest are damaged
+        counts = [3, 9, 9, 1, 2, 5, 9, 4]
+        self.assertEqual(self.derive("pie-huge", counts)[0], {1: 3999999000})
+        self.assertEqual(sorted(self.derive("ownlib-flips", counts)[0]), [1, 2, 5, 6, 7])
+
+    def test_too_few_records_is_an_error(self):
+        self.derive("pie-huge", [7])
+        with self.assertRaisesRegex(TooFewRecords, r"^4 records, ownlib needs 5"):
+            self.derive("ownlib-flips", [141, 60, 21, 34])
+
+    def fake_class(self, base_counts, generate):
+        """A stand-in for GperfRealProfiles' class state whose ownlib
+        recording has these counts; generate(out, *scenarios, scale)."""
+        src = os.path.join(self.tmp, "ownlib.prof")
+        synthetic_profile(src, base_counts)
+        ns = type("Fake", (), {})
+        ns.tmp = self.tmp
+        ns.scen = {"ownlib": {"name": "ownlib", "profile": src, "binary": "/bin/true",
+                              "libs": []}}
+        ns.derived_counts, ns.derived_total = {}, {}
+        ns.generate = staticmethod(generate)
+        return ns
+
+    def test_too_few_records_every_time_fails_the_class(self):
+        calls = []
+
+        def generate(out, *scenarios, scale=1):
+            calls.append((scenarios, scale))
+            os.makedirs(out)
+            prof = os.path.join(out, "ownlib.prof")
+            synthetic_profile(prof, [5, 6, 7])
+            with open(os.path.join(out, "scenarios.json"), "w") as f:
+                json.dump([{"name": "ownlib", "profile": prof, "binary": "/bin/true",
+                            "libs": []}], f)
+
+        ns = self.fake_class([141, 60, 21, 34], generate)
+        with contextlib.redirect_stderr(io.StringIO()) as notes, self.assertRaisesRegex(RuntimeError, r"ownlib-flips: no recording of ownlib has "
+                                    r"enough records: GPERF_SCALE=1: 4 records.*"
+                                    r"GPERF_SCALE=8: 3 records"):
+            GperfRealProfiles.derive.__func__(ns, "ownlib-flips")
+        self.assertEqual(calls, [(("ownlib",), k) for k in RERECORD_SCALES])
+        self.assertEqual(notes.getvalue().count("recording ownlib again"), len(RERECORD_SCALES))
+        self.assertNotIn("ownlib-flips", ns.scen)
+
+    @unittest.skipIf(_MISSING, "needs " + ", ".join(_MISSING))
+    def test_too_few_records_records_longer(self):
+        """A recording of ownlib with 4 records: ownlib is recorded again
+        with GPERF_SCALE=2 (the real generator) and derived from that."""
+        ns = self.fake_class([141, 60, 21, 34], GperfRealProfiles.generate)
+        GperfRealProfiles.derive.__func__(ns, "ownlib-flips")
+        s = ns.scen["ownlib-flips"]
+        self.assertEqual(s["derived_from"], os.path.join(self.tmp, "ownlib-x2", "ownlib.prof"))
+        self.assertEqual(s["binary"], os.path.join(self.tmp, "ownlib-x2", "bin", "ownlib"))
+        with open(s["derived_from"], "rb") as f:
+            recs = profile_records(f.read())
+        self.assertGreaterEqual(len(recs), 5)
+        self.assertEqual(ns.derived_counts["ownlib-flips"], DERIVED["ownlib-flips"].edits(recs))
 
 
 if __name__ == "__main__":
