@@ -807,6 +807,8 @@ def _inner(blob, bo, off):
     pos = 0
     while pos + 8 <= len(blob):
         t, misc, size = struct.unpack_from(bo + "IHH", blob, pos)
+        if size < 8:    # damage: no record is shorter than its header
+            raise ValueError("record of %d bytes inside compressed data" % size)
         out.append(dict(offset=off, type=t, misc=misc, size=size, data=blob[pos:pos + size],
                         extra=b"", compressed=True))
         pos += size
