@@ -151,6 +151,15 @@ static void restore(int fd, int saved)
 	}
 }
 
+/* A dump's image set keeps the pg_diag it was made with until the end of
+ * the run: a pointer into a returned stack frame is read only when a
+ * late warning comes (it found one), so ASan is told to look for that. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+	return "detect_stack_use_after_return=1";
+}
+
 static int verbose;	/* FUZZ_INJECT_VERBOSE set: one line a run */
 
 static void found(void *ctx, const char *path, uint32_t pid, const char *how)

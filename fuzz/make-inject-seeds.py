@@ -7,8 +7,8 @@ DWARF call-graph samples (user registers and stacks) whose words reach the
 dumps' code in a later generation, so that inject notes and carries them;
 branch stacks, read groups, RAW, two attrs, pipe and big-endian forms, a
 compressed file (needs the `zstd` command line tool; left out without it),
-frame-pointer samples, two processes, and the two inputs that crashed
-dbd2623 (issue 20).  The markers name /nonexistent-perfgraft-fuzz/jit-PID.dump:
+frame-pointer samples, two processes, the two inputs that crashed
+dbd2623 (issue 20), and the one this harness found there.  The markers name /nonexistent-perfgraft-fuzz/jit-PID.dump:
 the harness's jitdump_dir finds the dump it wrote.
 
 usage: fuzz/make-inject-seeds.py [OUTDIR]
@@ -195,6 +195,21 @@ def seeds():
              lie={"stack_size": 2 ** 64 - 8})
     b.finished_round()
     out["13-found-stack-wrap"] = seed(OUT_FILE, b.to_bytes(), gen_dump())
+
+    # 14: what this harness found on dbd2623: a dump that waits for the
+    # samples (file mode, user stacks) and warns when its images are
+    # written (a damaged CIE): the warning went through the pg_diag of
+    # load_dump()'s returned frame (stack-use-after-return, SIGSEGV)
+    d = J.JitdumpBuilder(pid=PID, timestamp=T)
+    eh, hdr, _ = J.build_eh_frame(G.JIT_BASE + 0x40, 0x30)
+    d.unwinding_info(eh[:4] + b"\xff\xff\xff\x7f" + eh[8:], hdr)
+    d.load(b"JS:*badcfi", J.x86_64_code(0x30, 0), G.JIT_BASE + 0x40, 0, timestamp=T + 10_000)
+    d.close(timestamp=T + 90_000)
+    b = G.PerfDataBuilder(attrs=[G.dwarf_attr(ids=[101])])
+    marker(b)
+    b.sample(NODE_IP, PID, PID, T + 20_000, stack=stack(G.JIT_BASE + 0x48, 0))
+    b.finished_round()
+    out["14-found-waiting-dump-warns"] = seed(OUT_FILE, b.to_bytes(), d.to_bytes())
     return out
 
 
