@@ -322,10 +322,12 @@ class Layout(Base):
                                        dyn_size=8), 0)
 
     def test_truncated_anywhere(self):
-        """A well-formed sample of every field cut after each of its bytes:
-        the words before the cut are used (the ip carries), nothing after."""
+        """A well-formed sample of every field cut after every third byte
+        of it: each run survives, and the words before the cut are used
+        (the ip carries once the tid and time the reader needs are in)."""
         a = G.dwarf_attr(ids=[101], sample_type=ALL_FIELDS, read_format=31,
                          branch_sample_type=BRANCH_HW_COUNTERS)
+
         def add(b, cut=None):
             return b.sample(G.KEPT_ADDR, PID, PID, SAMPLE_T, read=[(1, 2, 3)] * 2,
                             raw=b"abc", branches=[(1, 2, 3)] * 2, stack=stack_of(1, 2),
