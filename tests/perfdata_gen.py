@@ -119,8 +119,30 @@ S_ID = 1 << 6
 S_CPU = 1 << 7
 S_PERIOD = 1 << 8
 S_STREAM_ID = 1 << 9
+S_RAW = 1 << 10
+S_BRANCH_STACK = 1 << 11
+S_REGS_USER = 1 << 12
+S_STACK_USER = 1 << 13
 S_IDENTIFIER = 1 << 16
 SAMPLE_TYPE = S_IDENTIFIER | S_IP | S_TID | S_TIME | S_PERIOD | S_CALLCHAIN
+
+# read_format bits
+RF_TOTAL_TIME_ENABLED = 1 << 0
+RF_TOTAL_TIME_RUNNING = 1 << 1
+RF_ID = 1 << 2
+RF_GROUP = 1 << 3
+RF_LOST = 1 << 4
+
+# branch_sample_type bits that change a sample's layout
+BR_HW_INDEX = 1 << 17
+BR_COUNTERS = 1 << 19
+
+# perf record --call-graph dwarf on x86_64: sample_regs_user (perf's
+# PERF_REGS_MASK: the 20 registers but ds, es, fs, gs) and the stack
+# copy's size
+REGS_USER_X86_64 = 0xFF0FFF
+STACK_USER_DEFAULT = 8192
+ABI_64 = 2
 
 # attr flag bit numbers (offset 40)
 F_DISABLED, F_INHERIT, F_EXCLUDE_KERNEL, F_EXCLUDE_HV = 0, 1, 5, 6
@@ -188,7 +210,8 @@ class Attr:
     def __init__(self, size=128, type=1, config=0, period=1000000,
                  sample_type=SAMPLE_TYPE, flags=DEFAULT_FLAGS, clockid=CLOCK_MONOTONIC,
                  ids=(), name="cpu-clock", read_format=0, sample_max_stack=127,
-                 config3=0x0c0ffee3, be_flags_as_u64=False):
+                 config3=0x0c0ffee3, be_flags_as_u64=False, branch_sample_type=0,
+                 sample_regs_user=0, sample_stack_user=0):
         if size < 64 or size % 8:
             raise ValueError("attr size must be >= 64 and a multiple of 8")
         self.size = size
@@ -204,6 +227,9 @@ class Attr:
         self.sample_max_stack = sample_max_stack
         self.config3 = config3
         self.be_flags_as_u64 = be_flags_as_u64
+        self.branch_sample_type = branch_sample_type
+        self.sample_regs_user = sample_regs_user
+        self.sample_stack_user = sample_stack_user
 
     @property
     def flags(self):
@@ -237,8 +263,9 @@ class Attr:
              + p("I", 0) + p("I", 0)            # wakeup_events, bp_type
              + p("Q", 0))                       # config1          -> 64 (VER0)
         b += p("Q", 0)                          # config2          -> 72 (VER1)
-        b += p("Q", 0)                          # branch_sample_type -> 80 (VER2)
-        b += p("Q", 0) + p("I", 0)              # sample_regs_user, sample_stack_user
+        b += p("Q", self.branch_sample_type)    # branch_sample_type -> 80 (VER2)
+        # sample_regs_user, sample_stack_user
+        b += p("Q", self.sample_regs_user) + p("I", self.sample_stack_user)
         b += p("i", self.clockid)               # clockid          -> 96 (VER3)
         b += p("Q", 0)                          # sample_regs_intr -> 104 (VER4)
         b += p("I", 0) + p("H", self.sample_max_stack) + p("H", 0)  # -> 112 (VER5)
@@ -497,41 +524,136 @@ class PerfDataBuilder:
                             **self._kernel_meta(pid, tid, time, sid)))
 
     def sample(self, ip, pid, tid, time, callchain=None, period=None, sid=None,
-               misc=MISC_USER, jit_sym=None):
+               misc=MISC_USER, jit_sym=None, read=None, raw=b"", branches=(), hw_idx=0,
+               counters=None, regs_abi=ABI_64, regs=None, stack=b"", dyn_size=None,
+               lie=None, cut=None):
+        """A SAMPLE in its attr's layout (sample_type, read_format,
+        branch_sample_type, sample_regs_user), the kernel's field order.
+        The fields past CALLCHAIN, when the attr samples them:
+          read       [(value, id, lost)] (one entry unless GROUP; default
+                     one of the period); the times are 1000 and 999
+          raw        the RAW bytes (u32 size first; zeros added to end
+                     the field 8-aligned, counted in the size)
+          branches   [(from, to, flags)], then hw_idx with HW_INDEX and
+                     counters (default 0 each) with COUNTERS
+          regs_abi   0 = no registers; else the values of `regs` (default
+                     1, 2, ...: one per bit of sample_regs_user)
+          stack      the stack copy, dyn_size the part of it copied
+                     (default all); no copy and no dyn_size when empty
+        Damaged samples: lie {field: value} writes value in place of a
+        count or size ("read_nr", "chain_nr", "raw_size", "branch_nr",
+        "stack_size"; the bytes that follow are the true ones); cut ends
+        the record after this many bytes of its body (its header's size
+        says so too).  The Rec's .layout lists (field, its offset in
+        the body), then ("end", the body's size)."""
+        lie = lie or {}
         ai = self.attr_index(sid) if sid is not None else 0
         a = self.attrs[ai]
         if sid is None:
             sid = a.ids[0] if a.ids else 0
         st = a.sample_type
         body = b""
+        starts = []                 # (field, offset in the body)
+
+        def at(field):
+            starts.append((field, len(body)))
+
         if st & S_IDENTIFIER:
+            at("identifier")
             body += self.p("Q", sid)
         if st & S_IP:
+            at("ip")
             body += self.p("Q", ip)
         if st & S_TID:
+            at("tid")
             body += self.p("II", pid, tid)
         if st & S_TIME:
+            at("time")
             body += self.p("Q", time)
         if st & S_ADDR:
+            at("addr")
             body += self.p("Q", 0)
         if st & S_ID:
+            at("id")
             body += self.p("Q", sid)
         if st & S_STREAM_ID:
+            at("stream_id")
             body += self.p("Q", sid)
         if st & S_CPU:
+            at("cpu")
             body += self.p("II", 0, 0)
         if st & S_PERIOD:
+            at("period")
             body += self.p("Q", a.period if period is None else period)
+        if st & S_READ:
+            at("read")
+            body += self.read_values(a, read, sid, period, lie)
         if st & S_CALLCHAIN:
+            at("callchain")
             chain = [PERF_CONTEXT_USER, ip] if callchain is None else callchain
-            body += self.p("Q", len(chain)) + b"".join(self.p("Q", c) for c in chain)
+            body += (self.p("Q", lie.get("chain_nr", len(chain)))
+                     + b"".join(self.p("Q", c) for c in chain))
+        if st & S_RAW:
+            at("raw")
+            # the kernel pads the bytes so that the field ends 8-aligned,
+            # and its size counts the padding
+            raw += b"\0" * (align(len(raw) + 4, 8) - 4 - len(raw))
+            body += self.p("I", lie.get("raw_size", len(raw)) & 0xFFFFFFFF) + raw
+        if st & S_BRANCH_STACK:
+            at("branch_stack")
+            body += self.p("Q", lie.get("branch_nr", len(branches)))
+            if a.branch_sample_type & BR_HW_INDEX:
+                body += self.p("Q", hw_idx)
+            body += b"".join(self.p("QQQ", *e) for e in branches)
+            if a.branch_sample_type & BR_COUNTERS:
+                cs = [0] * len(branches) if counters is None else counters
+                body += b"".join(self.p("Q", c) for c in cs)
+        if st & S_REGS_USER:
+            at("regs_user")
+            body += self.p("Q", regs_abi)
+            if regs_abi:
+                k = bin(a.sample_regs_user).count("1")
+                vals = list(range(1, k + 1)) if regs is None else regs
+                body += b"".join(self.p("Q", v) for v in vals)
+        if st & S_STACK_USER:
+            at("stack_user")
+            body += self.p("Q", lie.get("stack_size", len(stack)))
+            if stack:
+                body += stack + self.p("Q", len(stack) if dyn_size is None else dyn_size)
+        if cut is not None:
+            body = body[:cut]
+        starts.append(("end", len(body)))
         r = Rec(PERF_RECORD_SAMPLE, misc, body, bo=self.bo,
                 time=time if st & S_TIME else None,
                 pid=pid if st & S_TID else None, tid=tid if st & S_TID else None,
                 attr=ai)
         r.jit_sym = jit_sym
         r.fields["ip"] = ip
+        r.layout = starts
         return self.add(r)
+
+    def read_values(self, a, read, sid, period, lie):
+        """The READ field of attr a's read_format."""
+        rf = a.read_format
+        if read is None:
+            read = [(a.period if period is None else period, sid, 0)]
+        times = b""
+        if rf & RF_TOTAL_TIME_ENABLED:
+            times += self.p("Q", 1000)
+        if rf & RF_TOTAL_TIME_RUNNING:
+            times += self.p("Q", 999)
+
+        def one(v):
+            out = self.p("Q", v[0])
+            if rf & RF_ID:
+                out += self.p("Q", v[1])
+            if rf & RF_LOST:
+                out += self.p("Q", v[2])
+            return out
+        if rf & RF_GROUP:
+            return (self.p("Q", lie.get("read_nr", len(read))) + times
+                    + b"".join(one(v) for v in read))
+        return one(read[0])[:8] + times + one(read[0])[8:]
 
     def finished_round(self):
         return self.add(Rec(PERF_RECORD_FINISHED_ROUND, 0, b"", bo=self.bo))
@@ -997,6 +1119,48 @@ def make_case(outdir, name, bo="<", pipe=False, attr_size=128, two_attrs=True,
                 dump_path=dump_path, marker=marker, funcs=funcs,
                 use_clockid=use_clockid, tracing=tracing, features=features,
                 perf_ok=perf_ok, jit_ok=jit_ok, anon=anon_recs)
+
+
+# ---------------------------------------------------------------------------
+# DWARF call graphs: samples with user registers and stacks
+
+# perf record --call-graph dwarf's sample_type for one event
+DWARF_SAMPLE_TYPE = S_IP | S_TID | S_TIME | S_PERIOD | S_CALLCHAIN | S_REGS_USER | S_STACK_USER
+# a dump in two generations (generations_dump): "JS:*kept" lives on into
+# the second, which starts when "JS:*new" is loaded over "JS:*old"
+KEPT_ADDR = JIT_BASE + 0x40
+GEN_LOADS = [(b"JS:*kept", 0x40, 10_000), (b"JS:*old", 0x1000, 20_000),
+             (b"JS:*new", 0x1000, 30_000)]
+GEN2_TIME = T0 + 30_000
+
+
+def dwarf_attr(**kw):
+    """perf record -k mono --call-graph dwarf's attr (x86_64's registers,
+    an 8 KiB stack copy); kw overrides any Attr argument."""
+    d = dict(size=136, sample_type=DWARF_SAMPLE_TYPE, sample_regs_user=REGS_USER_X86_64,
+             sample_stack_user=STACK_USER_DEFAULT)
+    d.update(kw)
+    return Attr(**d)
+
+
+def generations_dump(path, pid=PID, t0=T0, i386=False):
+    """A jitdump whose memory layout has two generations: a sample of pid
+    after GEN2_TIME whose ip, chain, registers or stack holds KEPT_ADDR (+
+    up to 0x30) makes inject (file mode, user stacks) carry "JS:*kept" into
+    the second generation's image: one CARRY map more.  i386: a 32-bit
+    process (its stacks are read 4 bytes a word; the code at BASE32)."""
+    if i386:
+        b = jitdump_gen.JitdumpBuilder(pid=pid, timestamp=t0, elf_mach=jitdump_gen.EM_386,
+                                       arch="i386")
+        base, code = jitdump_gen.BASE32, jitdump_gen.i386_code
+    else:
+        b = jitdump_gen.JitdumpBuilder(pid=pid, timestamp=t0)
+        base, code = JIT_BASE, jitdump_gen.x86_64_code
+    for i, (name, off, dt) in enumerate(GEN_LOADS):
+        b.load(name, code(0x30, i), base + off, i, timestamp=t0 + dt)
+    b.close(timestamp=t0 + 90_000)
+    b.write(path)
+    return b
 
 
 def container_sizes(case):
