@@ -346,19 +346,16 @@ class Layout(Base):
 
 
 # ---------------------------------------------------------------------------
-# found by fuzz_inject and fuzz/sweep-inject.py (outside this branch's part)
+# found by fuzz_inject and fuzz/sweep-inject.py
 
 class WaitingDumpWarns(Base):
-    @unittest.expectedFailure
     def test_warning_when_a_waiting_dump_is_written(self):
         """A dump that waits for the samples (file mode, user stacks) and
         warns when its images are written (here its CIE is damaged): the
-        warning goes through the pg_diag of load_dump()'s returned frame:
-        SIGSEGV on dbd2623 and here (ASan: stack-use-after-return in
-        pg_warn from mem_image; node's real dumps with a bit flipped do
-        the same).  An expected failure until load_dump()'s diag outlives
-        its set; then this decorator must go (an unexpected success fails
-        the suite)."""
+        warning went through the pg_diag of load_dump()'s returned frame
+        (SIGSEGV on dbd2623; ASan: stack-use-after-return in pg_warn from
+        mem_image; node's real dumps with a bit flipped did the same).  The
+        run's sets now share one pg_diag that outlives them."""
         d = jitdump_gen.JitdumpBuilder(pid=PID, timestamp=G.T0)
         eh, hdr, _ = jitdump_gen.build_eh_frame(G.KEPT_ADDR, 0x30)
         d.unwinding_info(eh[:4] + b"\xff\xff\xff\x7f" + eh[8:], hdr)
