@@ -152,6 +152,41 @@ class StdoutErrors(unittest.TestCase):
                 else:
                     self.assertEqual(errs[0], STDIO_ERR)
 
+    def test_inject_error_while_adding_images(self):
+        """inject -o - whose output fails while a dump's images are added
+        (per-function: 800 build-id records pass the first 64 KiB flush),
+        after an earlier dump that was only a warning: the one error names
+        standard output, not the earlier dump's problem nor nothing (both
+        seen before: the error went to the dump's own diagnostics)."""
+        d = os.path.join(self.t, "two")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "jit-5000.dump"), "wb") as f:
+            f.write(b"garbage, not a jitdump" * 4)
+        b = jitdump_gen.JitdumpBuilder(pid=4242)
+        for i in range(800):
+            b.load(b"JS:*f%05d" % i, jitdump_gen.x86_64_code(0x10, i),
+                   jitdump_gen.BASE64 + i * 0x20, i, timestamp=2000 + i)
+        b.write(os.path.join(d, "jit-4242.dump"))
+        pd = perfdata_gen.PerfDataBuilder(attrs=[perfdata_gen.Attr(ids=[7])])
+        for pid, t in ((5000, 10), (4242, 20)):
+            pd.comm(pid, pid, "node", t)
+            pd.mmap2(pid, pid, 0x10000, 4096, 0, os.path.join(d, "jit-%d.dump" % pid),
+                     t + 1, prot=5)
+        pd.sample(jitdump_gen.BASE64 + 8, 4242, 4242, 5000)
+        pd.finished_round()
+        pd.write(os.path.join(d, "two.data"))
+        args = ["inject", "-q", "--layout", "per-function", "--image-dir",
+                os.path.join(d, "imgs"), "-i", os.path.join(d, "two.data"), "-o", "-"]
+        with open("/dev/full", "w") as full:
+            p = self.run_pg(args, full)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("bad magic", p.stderr)	# the first dump's warning
+        errs = error_lines(p.stderr)
+        self.assertEqual(len(errs), 1, p.stderr)
+        self.assertRegex(errs[0], PDW_ERR)
+        self.assertFalse(os.path.exists(os.path.join(d, "imgs")) and
+                         os.listdir(os.path.join(d, "imgs")), "images of an output never written")
+
     @unittest.skipUnless(os.geteuid() == 0 and shutil.which("mount"), "tmpfs needs root")
     def test_full_disk(self):
         """The issue's case: stdout a file on a 100 KiB file system that

@@ -154,11 +154,12 @@ static int commit_keep(struct inj *j, pg_elfset *set)
 	sigset_t old;
 	int ret;
 
+	j->dd.err[0] = '\0';
 	pg_block_fatal_signals(true, &old);
 	ret = pg_elfset_commit(set);
 	pg_elfset_keep(set);
 	pg_block_fatal_signals(false, &old);
-	if (ret)	/* the set reports into j->dd */
+	if (ret && j->dd.err[0])	/* the set reports into j->dd */
 		pg_err(j->diag, ret, "%s", j->dd.err);
 	return ret;
 }
@@ -357,6 +358,7 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 	bool arch, fatal = false;
 	int ret;
 
+	dd->err[0] = '\0';	/* whatever fails below says why there, or in j->diag */
 	if (!j->attrs_checked)
 		check_attrs(j);
 	eo.carry_live = j->user_stacks;
@@ -444,8 +446,11 @@ fail:
 	if (!fatal && pg_inputs_check(dd) < 0)
 		fatal = true;
 	if (fatal) {
-		/* dd's message names the image file and the system's error */
-		ret = pg_err(j->diag, ret < 0 ? ret : -EIO, "%s", dd->err);
+		/* dd's message names the image file and the system's error;
+		 * the output's own errors (add_image, the heap) are in j->diag */
+		ret = ret < 0 ? ret : -EIO;
+		if (dd->err[0])
+			pg_err(j->diag, ret, "%s", dd->err);
 		goto out;
 	}
 	j->st->dumps_failed++;
@@ -766,11 +771,14 @@ static int finish_later(struct inj *j)
 		if (!pi)
 			return pg_err(j->diag, -ENOMEM, "out of memory");
 		d->set = NULL;	/* finish_dump takes it */
+		j->dd.err[0] = '\0';
 		ret = finish_dump(j, set, pi, false, &j->dd);
 		pg_code_close(d->src);
 		d->src = NULL;
+		if (ret && j->dd.err[0])	/* else finish_dump said it in j->diag */
+			pg_err(j->diag, ret, "%s", j->dd.err);
 		if (ret)
-			return pg_err(j->diag, ret, "%s", j->dd.err);
+			return ret;
 	}
 	j->nlater = 0;
 	return 0;

@@ -822,9 +822,25 @@ static int finish_file(pg_pdw *w)
 
 int pg_pdw_flush(pg_pdw *w)
 {
-	if (w->err)
-		return w->err;
-	return w->blen ? flush(w) : 0;
+	struct zpool *zp = w->zp;
+	int ret;
+
+	if (!zp)
+		return w->err ? w->err : w->blen ? flush(w) : 0;
+	/* the workers write compressed stages into the same buffer: be the
+	 * one writer meanwhile, then write what became ready */
+	pthread_mutex_lock(&zp->mu);
+	while (zp->writing)
+		pthread_cond_wait(&zp->cv, &zp->mu);
+	zp->writing = true;
+	pthread_mutex_unlock(&zp->mu);
+	ret = w->err ? w->err : w->blen ? flush(w) : 0;
+	pthread_mutex_lock(&zp->mu);
+	zp->writing = false;
+	z_write_ready(zp);
+	pthread_cond_broadcast(&zp->cv);
+	pthread_mutex_unlock(&zp->mu);
+	return ret;
 }
 
 int pg_pdw_finish(pg_pdw *w)
