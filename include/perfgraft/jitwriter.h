@@ -51,9 +51,14 @@
  * (left by an earlier, perhaps crashed, process with the same pid) is
  * replaced as before.  On a file system without flock locks the dump is
  * written unlocked; on NFS, where Linux emulates flock with POSIX locks,
- * only writers of other processes are kept out.  A child of fork() shares the parent's lock (the same
- * open file) until it closes its copy or execs (the descriptor is
- * close-on-exec).
+ * only writers of other processes are kept out: a second writer in the
+ * same process gets the lock, truncates the first one's dump and writes
+ * over it, and closing either drops the lock for both.  A child of
+ * fork() shares the parent's lock (the same open file) until it closes
+ * its copy or execs (the descriptor is close-on-exec).  A file removed or
+ * replaced under the name between the open and the lock (a writer that
+ * failed removes its file before it unlocks) is let go and the name
+ * opened again.
  *
  * What perf needs to find it.  perf never scans directories: pg_jitwriter_open()
  * maps the first page of the dump PROT_READ|PROT_EXEC, MAP_PRIVATE (as V8

@@ -392,25 +392,6 @@ int pg_jitwriter_open_as(const struct pg_jitwriter_opts *user_opts, const char *
 		goto fail;
 	}
 
-	/* Never through a symlink, and not truncated yet: the file may be
-	 * the live dump of another writer (see the lock below). */
-	w->fd = open(w->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-	if (w->fd < 0 && errno == EEXIST)
-		w->fd = open(w->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	if (w->fd < 0) {
-		ret = pg_err(diag, -errno, "cannot create the jitdump %s: %s%s", w->path,
-			     strerror(errno),
-			     errno == ELOOP ? " (a symbolic link is in its place; refused)" : "");
-		goto fail;
-	}
-	if (fstat(w->fd, &st) < 0) {
-		ret = pg_err(diag, -errno, "%s: fstat: %s", w->path, strerror(errno));
-		goto fail;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		ret = pg_err(diag, -EINVAL, "%s exists and is not a regular file", w->path);
-		goto fail;
-	}
 	/* One writer per dump.  Two (a JIT's library or the JVMTI agent
 	 * loaded twice) would truncate each other's file and write at their
 	 * own offsets over each other's records.  flock() locks belong to
@@ -418,19 +399,54 @@ int pg_jitwriter_open_as(const struct pg_jitwriter_opts *user_opts, const char *
 	 * conflicts too (POSIX fcntl locks would not).  A dump left by a
 	 * crashed process with our pid holds no lock: it is replaced.  A file
 	 * system without flock() locks: written unlocked, as before. */
-	while (flock(w->fd, LOCK_EX | LOCK_NB) < 0) {
-		if (errno == EINTR)
-			continue;
-		if (errno == EWOULDBLOCK) {
+	for (int tries = 0;; tries++) {
+		struct stat now;
+		int lk;
+
+		/* never through a symlink, and not truncated before the lock:
+		 * the file may be another writer's live dump */
+		w->fd = open(w->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		if (w->fd < 0 && errno == EEXIST)
+			w->fd = open(w->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+		if (w->fd < 0) {
+			ret = pg_err(diag, -errno, "cannot create the jitdump %s: %s%s", w->path,
+				     strerror(errno),
+				     errno == ELOOP ? " (a symbolic link is in its place; refused)" : "");
+			goto fail;
+		}
+		if (fstat(w->fd, &st) < 0) {
+			ret = pg_err(diag, -errno, "%s: fstat: %s", w->path, strerror(errno));
+			goto fail;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			ret = pg_err(diag, -EINVAL, "%s exists and is not a regular file", w->path);
+			goto fail;
+		}
+		do
+			lk = flock(w->fd, LOCK_EX | LOCK_NB);
+		while (lk < 0 && errno == EINTR);
+		if (lk < 0 && errno == EWOULDBLOCK) {
 			ret = pg_err(diag, -EBUSY,
 				     "%s: another jitdump writer has this dump open and locked (a second writer in this process, such as an agent loaded twice, or another process writing this name); not opened, that writer's dump is left as it is",
 				     w->path);
 			goto fail;
 		}
-		break;
+		/* locked (or no locks here): still the file the name gives?  A
+		 * writer that failed unlinks its file before it lets the lock
+		 * go; one that raced us to the name may have replaced it */
+		if (fstat(w->fd, &st) == 0 && st.st_nlink > 0 && lstat(w->path, &now) == 0 &&
+		    now.st_dev == st.st_dev && now.st_ino == st.st_ino)
+			break;
+		close(w->fd);
+		w->fd = -1;
+		if (tries == 8) {
+			ret = pg_err(diag, -EBUSY, "%s: the file keeps changing under its name while it is opened; not opened",
+				     w->path);
+			goto fail;
+		}
 	}
-	made_file = true;	/* ours now (created, or locked and cut below) */
-	if (st.st_size && ftruncate(w->fd, 0) < 0) {
+	made_file = true;	/* ours now: created, or locked and cut here */
+	if (ftruncate(w->fd, 0) < 0) {
 		ret = pg_err(diag, -errno, "%s: cannot truncate the stale dump there: %s", w->path,
 			     strerror(errno));
 		goto fail;

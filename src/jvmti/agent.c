@@ -939,14 +939,10 @@ fail_writer:
 	pthread_rwlock_wrlock(&g_lock);
 	g_w = NULL;
 	pthread_rwlock_unlock(&g_lock);
-	{
-		char *path = strdup(pg_jitwriter_path(w));
-
-		pg_jitwriter_close(w, NULL);
-		if (path)
-			remove(path);	/* nothing in it yet */
-		free(path);
-	}
+	/* nothing in it yet: removed while its lock is still held, so that
+	 * no writer that comes next takes the file about to go */
+	remove(pg_jitwriter_path(w));
+	pg_jitwriter_close(w, NULL);
 fail_env:
 	(*jvmti)->DisposeEnvironment(jvmti);
 	g_jvmti = NULL;
