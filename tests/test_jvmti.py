@@ -72,7 +72,8 @@ public class Hot {
         long[][] m = {{1}};
         String[] t = {"a"};
         long end = System.nanoTime() + ms * 1000000L, s = 0;
-        while (System.nanoTime() < end) {
+        java.io.File stop = args.length > 1 ? new java.io.File(args[1]) : null;
+        while (System.nanoTime() < end && (stop == null || !stop.exists())) {
             s += work(10000, "x") + mix(m, t, 2.0) + Inner.twice((int) s);
         }
         System.out.println("sum " + s);
@@ -330,27 +331,43 @@ class Jvmti(unittest.TestCase):
         self.assertNotEqual(rc, 0)
         self.assertEqual(len(agent_lines(err)), 1, err)
 
+    def attached_run(self, java_opts, agent, agent_opts):
+        """pg.demo.Hot running until the agent is loaded into it with jcmd
+        (then a stop file ends it: no race with a fixed run time on a busy
+        machine): (pid, jcmd's rc, out, err, java's out, err, the
+        monotonic time jcmd returned).  java must have exited with 0."""
+        stop = os.path.join(self.tmp, "stop-%d" % time.monotonic_ns())
+        p = subprocess.Popen(["java"] + JAVA_OPTS + java_opts +
+                             ["-cp", self.classes, "pg.demo.Hot", "120000", stop],
+                             cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            pid = int(re.match(r"pid (\d+)", p.stdout.readline().decode()).group(1))
+            time.sleep(1.0)	# compiled and generated code to replay
+            # jcmd takes KEY=VALUE arguments itself: the options are quoted
+            rc, out, err = run(["jcmd", str(pid), "JVMTI.agent_load", agent, agent_opts],
+                               self.tmp, check=False)
+            t = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+            open(stop, "w").close()
+            jout, jerr = p.communicate(timeout=120)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+            if os.path.exists(stop):
+                os.unlink(stop)
+        self.assertEqual(p.returncode, 0, jerr)
+        self.assertIn("sum ", jout.decode())
+        return pid, rc, out, err, jout.decode(), jerr.decode(), t
+
     def test_attach(self):
         if shutil.which("jcmd") is None:
             self.skipTest("jcmd not found")
         d = os.path.join(self.tmp, "attach")
         os.mkdir(d)
-        p = subprocess.Popen(["java"] + JAVA_OPTS + ["-cp", self.classes, "pg.demo.Hot", "3000"],
-                             cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            pid = int(re.match(r"pid (\d+)", p.stdout.readline().decode()).group(1))
-            time.sleep(1.0)
-            # jcmd takes KEY=VALUE arguments itself: the options are quoted
-            rc, out, err = run(["jcmd", str(pid), "JVMTI.agent_load", AGENT,
-                                '"dir=%s,verbose=on"' % d], self.tmp, check=False)
-            self.assertEqual(rc, 0, out + err)
-            self.assertIn("return code: 0", out)
-            jout, jerr = p.communicate(timeout=60)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.communicate()
-        self.assertEqual(p.returncode, 0, jerr)
+        pid, rc, out, err, jout, jerr, _ = self.attached_run(
+            [], AGENT, '"dir=%s,verbose=on"' % d)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("return code: 0", out)
         path = os.path.join(d, "jit-%d.dump" % pid)
         doc = self.dump(path)
         names = self.names(doc)
@@ -359,7 +376,7 @@ class Jvmti(unittest.TestCase):
         self.assertIn("Interpreter", names)
         self.assertGreater(doc["summary"]["debug_infos"], 0)
         self.assertEqual(doc["records"][-1]["type"], "CLOSE")
-        self.assertIn("perfgraft-jvmti: writing " + path, jerr.decode())
+        self.assertIn("perfgraft-jvmti: writing " + path, jerr)
 
     LOCKED = ("perfgraft-jvmti: %s: another jitdump writer has this dump open and locked "
               "(a second writer in this process, such as an agent loaded twice, or another "
@@ -411,24 +428,10 @@ class Jvmti(unittest.TestCase):
         d = os.path.join(self.tmp, "twice-attach")
         os.mkdir(d)
         copy = self.agent_copy()
-        p = subprocess.Popen(["java"] + JAVA_OPTS + ["-agentpath:%s=dir=%s,verbose=on" % (AGENT, d),
-                                                     "-cp", self.classes, "pg.demo.Hot", "3000"],
-                             cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            pid = int(re.match(r"pid (\d+)", p.stdout.readline().decode()).group(1))
-            time.sleep(1.0)
-            rc, out, err = run(["jcmd", str(pid), "JVMTI.agent_load", copy, '"dir=%s"' % d],
-                               self.tmp, check=False)
-            t_second = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-            self.assertEqual(rc, 0, out + err)
-            jout, jerr = p.communicate(timeout=60)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.communicate()
-        self.assertEqual(p.returncode, 0, jerr)
-        self.assertIn("sum ", jout.decode())
-        self.check_loaded_twice(jerr.decode(), os.path.join(d, "jit-%d.dump" % pid), t_second)
+        pid, rc, out, err, jout, jerr, t_second = self.attached_run(
+            ["-agentpath:%s=dir=%s,verbose=on" % (AGENT, d)], copy, '"dir=%s"' % d)
+        self.assertEqual(rc, 0, out + err)
+        self.check_loaded_twice(jerr, os.path.join(d, "jit-%d.dump" % pid), t_second)
         self.assertIn("return code: -1", out)
 
     def test_loaded_twice_at_startup(self):
