@@ -515,6 +515,22 @@ class Shrinking(Tmp):
         self.assertEqual(errors(err), ["perfgraft: in.data: changed while being read"], err)
         self.assertUnchanged(before, self.t, "in.data")
 
+    def test_trace_shrinks_under_xray(self):
+        """xray -o -: the trace stays mapped while the output waits; the
+        conversion stops at the zeros instead of converting them."""
+        import xray_gen
+        t = xray_gen.BasicTrace(3, "<", seed=5)
+        th = t.thread(301, 300)
+        for i in range(100000):
+            th.enter(1 + i % 7, 1000 + 10 * i).exit(1 + i % 7, 1005 + 10 * i)
+        t.flush(th)
+        trace = os.path.join(self.t, "t.xray")
+        with open(trace, "wb") as f:
+            f.write(t.build("big").data)
+        rc, err = self.run_blocked([PERFGRAFT, "xray", "-q", "t.xray", "-o", "-"], 1, trace, 65536)
+        self.assertEqual(rc, 1, err)
+        self.assertEqual(errors(err), ["perfgraft: t.xray: changed while being read"], err)
+
     def test_jitdump_shrinks_under_dump(self):
         dump = os.path.join(self.t, "j.dump")
         shutil.copy(os.path.join(FIX, "jit-19989.dump"), dump)

@@ -159,6 +159,11 @@ void pg_map_unregister(long h)
 	pthread_mutex_unlock(&mmu);
 }
 
+bool pg_inputs_changed(void)
+{
+	return atomic_load(&first_changed) != 0;
+}
+
 bool pg_map_changed(long h)
 {
 	return h >= 0 && atomic_load(&mslot_at((size_t)h)->changed);

@@ -152,6 +152,7 @@ void pg_release_mapped(const uint8_t *base, uint64_t off, uint64_t end);
 long pg_map_register(const void *base, uint64_t size, const char *name, int fd, bool fd_stays);
 void pg_map_unregister(long handle);
 bool pg_map_changed(long handle);
+bool pg_inputs_changed(void);	/* any pg_map_changed so far: one atomic load */
 int pg_inputs_check(struct pg_diag *d);
 void pg_inputs_blame(struct pg_diag *d, int err);
 

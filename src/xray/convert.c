@@ -897,8 +897,13 @@ static int write_header(struct conv *cv)
 static int next_in(struct conv *cv, size_t i)
 {
 	struct trace_in *in = &cv->in[i];
-	int ret = pg_xray_next(in->t, &in->la);
+	int ret;
 
+	/* a trace that shrank reads as zeros from there: stop, do not
+	 * convert the rest into an output the commit will refuse */
+	if (pg_inputs_changed())
+		return pg_inputs_check(cv->diag);
+	ret = pg_xray_next(in->t, &in->la);
 	if (ret < 0)
 		return ret;
 	in->have = ret > 0;
