@@ -78,7 +78,7 @@ import perfdata_gen as G  # noqa: E402
 import xray_gen  # noqa: E402
 
 # not for its tests: its dump builders and layouts
-from test_memory_layout import LAYOUTS, MemoryLayout  # noqa: E402
+from test_memory_layout import LAYOUTS, MemoryLayout, unload_reuse_dump  # noqa: E402
 
 FIXTURES = os.path.join(HERE, "fixtures")
 TIMEOUT = 300
@@ -219,16 +219,7 @@ def extra_dumps(outdir):
     b.load(b"JS:*m", J.x86_64_code(0x40, 1), a, 0)
     b.move(0, a, a + 0x1000, 0x40)
     emit("move_cfi", b)
-    b = J.JitdumpBuilder()
-    a = base + 0x5000
-    b.debug_info(a, [(a, 1, 0, b"/src/app/a.js"), (a + 8, 2, 0, J.SAME_FILE)])
-    b.cfi_unwinding_info(a, 0x30)
-    b.load(b"JS:*gone", J.x86_64_code(0x30, 1), a, 0)
-    b.load(b"JS:*kept", J.x86_64_code(0x30, 2), a + 0x100, 1)
-    b.unload(a, 0x30, 0)
-    b.load(b"JS:*reuse", J.x86_64_code(0x20, 3), a + 0x8, 2)
-    b.unload(a + 0x100, 0x30, 1)
-    b.load(b"JS:*later", J.x86_64_code(0x20, 4), a + 0x200, 3)
+    b = unload_reuse_dump()
     emit("unload_reuse", b)
     return out
 

@@ -68,6 +68,22 @@ LAYOUTS = (("le64", "<", gen.EM_X86_64, "x86_64", gen.x86_64_code, BASE),
            ("le32", "<", gen.EM_386, "i386", gen.i386_code, gen.BASE32))
 
 
+def unload_reuse_dump():
+    """Two functions with CFI, both unloaded, one address used again
+    (test_unload_changes_nothing; tests/output_digest.py)."""
+    b = gen.JitdumpBuilder()
+    a = BASE + 0x5000
+    b.debug_info(a, [(a, 1, 0, FILE_A), (a + 8, 2, 0, gen.SAME_FILE)])
+    b.cfi_unwinding_info(a, 0x30)
+    b.load(b"JS:*gone", gen.x86_64_code(0x30, 1), a, 0)
+    b.load(b"JS:*kept", gen.x86_64_code(0x30, 2), a + 0x100, 1)
+    b.unload(a, 0x30, 0)
+    b.load(b"JS:*reuse", gen.x86_64_code(0x20, 3), a + 0x8, 2)
+    b.unload(a + 0x100, 0x30, 1)
+    b.load(b"JS:*later", gen.x86_64_code(0x20, 4), a + 0x200, 3)
+    return b
+
+
 def parse_list(out):
     """The --maps rows of the memory layout: kind, code_index, start, size,
     image, pgoff, map_len, name."""
@@ -468,16 +484,7 @@ class MemoryLayout(unittest.TestCase):
         self.assertRegex(pe.out, r"fde_count:\s+2\n")
 
     def test_unload_changes_nothing(self):
-        b = gen.JitdumpBuilder()
-        a = BASE + 0x5000
-        b.debug_info(a, [(a, 1, 0, FILE_A), (a + 8, 2, 0, gen.SAME_FILE)])
-        b.cfi_unwinding_info(a, 0x30)
-        b.load(b"JS:*gone", gen.x86_64_code(0x30, 1), a, 0)
-        b.load(b"JS:*kept", gen.x86_64_code(0x30, 2), a + 0x100, 1)
-        b.unload(a, 0x30, 0)
-        b.load(b"JS:*reuse", gen.x86_64_code(0x20, 3), a + 0x8, 2)
-        b.unload(a + 0x100, 0x30, 1)
-        b.load(b"JS:*later", gen.x86_64_code(0x20, 4), a + 0x200, 3)
+        b = unload_reuse_dump()
         p1, rows1, out1 = self.convert(b)
         p2, rows2, out2 = self.convert(b, data=b.without(lambda r: r.kind == "UNLOAD"))
         self.assertEqual(self.images(out1), self.images(out2))
