@@ -77,7 +77,7 @@ struct inj {
 	bool pipe_out;		/* images are committed as each dump is read */
 	pg_elfset **sets;	/* every dump's images, until the output commits */
 	size_t nsets, sets_cap;
-	size_t ncommitted;	/* pipe output: sets[0, ncommitted) have their names */
+	size_t ncommitted;	/* sets[0, ncommitted) have their names */
 	struct pg_elfset_budget *budget;	/* the run's bound on sparse images */
 	/* the dumps' sets and sources keep a pg_diag as long as they live:
 	 * this one, which outlives them */
@@ -164,6 +164,16 @@ static int commit_keep(struct inj *j, pg_elfset *set)
 	return ret;
 }
 
+/* The sets not named yet get their names (commit_keep), in order. */
+static int commit_sets(struct inj *j)
+{
+	int ret = 0;
+
+	while (!ret && j->ncommitted < j->nsets)
+		ret = commit_keep(j, j->sets[j->ncommitted++]);
+	return ret;
+}
+
 static int emit(struct inj *j, const struct event *e)
 {
 	const struct image *im = &j->imgs[e->img];
@@ -175,8 +185,8 @@ static int emit(struct inj *j, const struct event *e)
 	if (j->pipe_out && j->ncommitted < j->nsets) {
 		int ret = pg_pdw_flush(j->w);
 
-		while (!ret && j->ncommitted < j->nsets)
-			ret = commit_keep(j, j->sets[j->ncommitted++]);
+		if (!ret)
+			ret = commit_sets(j);
 		if (ret)
 			return ret;
 	}
@@ -979,8 +989,8 @@ static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 		st->output_bytes = pg_pdw_bytes(j.w);
 		ret = pg_pdw_finish(j.w);
 	}
-	for (size_t i = 0; !ret && i < j.nsets; i++)
-		ret = commit_keep(&j, j.sets[i]);
+	if (!ret)
+		ret = commit_sets(&j);
 	if (!ret && j.w) {
 		sigset_t old;
 
