@@ -414,14 +414,6 @@ int pg_jitwriter_open_as(const struct pg_jitwriter_opts *user_opts, const char *
 				     errno == ELOOP ? " (a symbolic link is in its place; refused)" : "");
 			goto fail;
 		}
-		if (fstat(w->fd, &st) < 0) {
-			ret = pg_err(diag, -errno, "%s: fstat: %s", w->path, strerror(errno));
-			goto fail;
-		}
-		if (!S_ISREG(st.st_mode)) {
-			ret = pg_err(diag, -EINVAL, "%s exists and is not a regular file", w->path);
-			goto fail;
-		}
 		do
 			lk = flock(w->fd, LOCK_EX | LOCK_NB);
 		while (lk < 0 && errno == EINTR);
@@ -431,10 +423,19 @@ int pg_jitwriter_open_as(const struct pg_jitwriter_opts *user_opts, const char *
 				     w->path);
 			goto fail;
 		}
-		/* locked (or no locks here): still the file the name gives?  A
-		 * writer that failed unlinks its file before it lets the lock
-		 * go; one that raced us to the name may have replaced it */
-		if (fstat(w->fd, &st) == 0 && st.st_nlink > 0 && lstat(w->path, &now) == 0 &&
+		/* locked (or no locks here) */
+		if (fstat(w->fd, &st) < 0) {
+			ret = pg_err(diag, -errno, "%s: fstat: %s", w->path, strerror(errno));
+			goto fail;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			ret = pg_err(diag, -EINVAL, "%s exists and is not a regular file", w->path);
+			goto fail;
+		}
+		/* still the file the name gives?  A writer that failed unlinks
+		 * its file before it lets the lock go; one that raced us to the
+		 * name may have replaced it */
+		if (st.st_nlink > 0 && lstat(w->path, &now) == 0 &&
 		    now.st_dev == st.st_dev && now.st_ino == st.st_ino)
 			break;
 		close(w->fd);
