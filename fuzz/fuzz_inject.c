@@ -35,7 +35,6 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -84,20 +83,7 @@ static uint32_t dump_pid(const uint8_t *d, size_t n)
  * hidden temporaries of a failed run, which the library removes itself). */
 static void remove_dir(const char *path)
 {
-	DIR *d = opendir(path);
-	struct dirent *de;
-
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		char p[PATH_LEN + 512];
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", path, de->d_name);
-		(void)unlink(p);
-	}
-	closedir(d);
+	fuzz_sweep_dir(path);
 	(void)rmdir(path);
 }
 
@@ -152,8 +138,9 @@ static void restore(int fd, int saved)
 }
 
 /* A dump's image set keeps the pg_diag it was made with until the end of
- * the run: a pointer into a returned stack frame is read only when a
- * late warning comes (it found one), so ASan is told to look for that. */
+ * the run: a pointer into a returned stack frame there is read only when
+ * a late warning comes (this harness found one: seed 14), so ASan is told
+ * to look for that. */
 const char *__asan_default_options(void);
 const char *__asan_default_options(void)
 {

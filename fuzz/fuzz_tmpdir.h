@@ -14,26 +14,31 @@
 static char fuzz_tmpdir[] = "/tmp/perfgraft-fuzz-XXXXXX";
 static int fuzz_have_tmpdir;
 
-/* Unlinks every file in the directory; returns how many there were. */
-static unsigned long fuzz_tmpdir_sweep(void)
+/* Unlinks every file in dir; returns how many there were. */
+static unsigned long fuzz_sweep_dir(const char *dir)
 {
-	DIR *d = opendir(fuzz_tmpdir);
+	DIR *d = opendir(dir);
 	struct dirent *de;
 	unsigned long n = 0;
 
 	if (!d)
 		return 0;
 	while ((de = readdir(d))) {
-		char path[sizeof(fuzz_tmpdir) + 512];
+		char path[4096];
 
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", fuzz_tmpdir, de->d_name);
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		if (unlink(path) == 0)
 			n++;
 	}
 	closedir(d);
 	return n;
+}
+
+static unsigned long fuzz_tmpdir_sweep(void)
+{
+	return fuzz_sweep_dir(fuzz_tmpdir);
 }
 
 static void fuzz_tmpdir_remove(void)
