@@ -65,7 +65,6 @@ import hashlib
 import os
 import resource
 import shutil
-import struct
 import subprocess
 import sys
 
@@ -224,38 +223,16 @@ def extra_dumps(outdir):
     return out
 
 
-# x86_64 registers perf record --call-graph dwarf samples (PERF_REGS_MASK)
-REGS_USER_MASK = 0xFF0FFF
-S_REGS_USER = 1 << 12
-S_STACK_USER = 1 << 13
 STACK_BYTES = 64
 
 
-class UserStackAttr(G.Attr):
-    """An attr as perf record --call-graph dwarf writes it."""
-
-    def raw(self, bo):
-        b = bytearray(super().raw(bo))
-        struct.pack_into(bo + "Q", b, 80, REGS_USER_MASK)      # sample_regs_user
-        struct.pack_into(bo + "I", b, 88, 8192)                # sample_stack_user
-        return bytes(b)
-
-
-def user_stack_sample(b, ip, stack_words, time, sid=101):
+def user_stack_sample(b, ip, stack_words, time):
     """A SAMPLE with REGS_USER (abi 64, ip/sp/bp set) and STACK_USER."""
-    a = b.attrs[0]
-    pid = tid = G.PID
-    regs = [0] * bin(REGS_USER_MASK).count("1")
+    regs = [0] * bin(G.REGS_USER_X86_64).count("1")
     regs[6], regs[7], regs[8] = 0x7FFC00001000, 0x7FFC00000F00, ip    # bp, sp, ip
     stack = b"".join(b.p("Q", w) for w in stack_words)
-    stack += bytes(STACK_BYTES - len(stack))
-    body = (b.p("Q", sid) + b.p("Q", ip) + b.p("II", pid, tid) + b.p("Q", time)
-            + b.p("Q", a.period) + b.p("Q", 2) + b.p("Q", G.PERF_CONTEXT_USER) + b.p("Q", ip)
-            + b.p("Q", 2) + b"".join(b.p("Q", r) for r in regs)
-            + b.p("Q", STACK_BYTES) + stack + b.p("Q", STACK_BYTES))
-    r = G.Rec(G.PERF_RECORD_SAMPLE, G.MISC_USER, body, bo=b.bo, time=time, pid=pid,
-              tid=tid, attr=0)
-    return b.add(r)
+    b.sample(ip, G.PID, G.PID, time, callchain=[G.PERF_CONTEXT_USER, ip], period=1000000,
+             regs=regs, stack=stack + bytes(STACK_BYTES - len(stack)))
 
 
 def user_stack_case(outdir, name, pipe):
@@ -277,9 +254,8 @@ def user_stack_case(outdir, name, pipe):
     jd.close(timestamp=t0 + 90_000)
     dump = os.path.join(os.path.abspath(outdir), "jit-%d.dump" % G.PID)
     jd.write(dump)
-    st = G.S_IDENTIFIER | G.S_IP | G.S_TID | G.S_TIME | G.S_PERIOD | G.S_CALLCHAIN \
-        | S_REGS_USER | S_STACK_USER
-    b = G.PerfDataBuilder(pipe=pipe, attrs=[UserStackAttr(ids=[101], sample_type=st)])
+    st = G.S_IDENTIFIER | G.DWARF_SAMPLE_TYPE
+    b = G.PerfDataBuilder(pipe=pipe, attrs=[G.dwarf_attr(ids=[101], sample_type=st)])
     b.feat_string(G.FEAT_HOSTNAME, "perfgraft-test-host")
     b.comm(G.PID, G.PID, "node", t0 + 1000)
     b.mmap(G.PID, G.PID, G.NODE_BASE, 0x200000, 0, G.NODE_PATH, t0 + 2000)
