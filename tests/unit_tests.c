@@ -132,6 +132,69 @@ static void test_encoders(void)
 	pg_strmap_free(&m);
 }
 
+/* pg_u64map against a plain array on random puts, gets and deletes over
+ * a small key space (many collisions, reused tombstones, rehashes), plus
+ * keys 0 and UINT64_MAX and a value size that is not a multiple of 8. */
+static void test_u64map(void)
+{
+	enum { NK = 3000 };
+	static uint64_t model[NK];	/* value + 1, 0 = absent */
+	struct pg_u64map m;
+	uint64_t x = 88172645463325252ull;
+	size_t n = 0, bad = 0;
+
+	pg_u64map_init(&m, sizeof(uint64_t));
+	for (int step = 0; step < 200000; step++) {
+		uint64_t k, *v;
+		bool added;
+		unsigned op;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;	/* xorshift64 */
+		k = x % NK;
+		op = (unsigned)(x >> 40) % 8;
+		/* keys spread over the whole word: the slot comes from a hash */
+		if (op < 4) {
+			v = pg_u64map_put(&m, k * 0x10000000001ull, &added);
+			if (!v || added != !model[k] || (added && *v))
+				bad++;
+			else {
+				n += added;
+				*v = x;
+				model[k] = x + 1;
+			}
+		} else if (op < 6) {
+			v = pg_u64map_get(&m, k * 0x10000000001ull);
+			bad += model[k] ? !v || *v + 1 != model[k] : v != NULL;
+		} else {
+			bool was = pg_u64map_del(&m, k * 0x10000000001ull);
+
+			bad += was != (model[k] != 0);
+			n -= was;
+			model[k] = 0;
+		}
+		bad += pg_u64map_count(&m) != n;
+	}
+	CHECK(!bad, "%zu mismatches with the model", bad);
+	CHECK(m.nslots <= 4 * 4096, "%zu slots for at most %d keys", m.nslots, NK);
+	pg_u64map_free(&m);
+
+	{
+		struct pg_u64map s = PG_U64MAP_INIT(3);
+		uint8_t *a = pg_u64map_put(&s, 0, NULL), *b;
+
+		CHECK(a && !pg_u64map_get(&s, UINT64_MAX), "key 0 alone");
+		memcpy(a, "abc", 3);
+		b = pg_u64map_put(&s, UINT64_MAX, NULL);
+		CHECK(b && (uintptr_t)b % 8 == 0, "values 8-aligned");
+		CHECK(!memcmp(pg_u64map_get(&s, 0), "abc", 3), "key 0 kept");
+		CHECK(pg_u64map_del(&s, 0) && !pg_u64map_get(&s, 0) && pg_u64map_get(&s, UINT64_MAX),
+		      "delete one of two");
+		CHECK(!pg_u64map_del(&s, 0), "delete twice");
+		pg_u64map_free(&s);
+		CHECK(!pg_u64map_get(&s, UINT64_MAX) && !pg_u64map_count(&s), "freed map empty");
+	}
+}
+
 static void on_warn(void *ctx, const char *msg)
 {
 	(void)ctx;
@@ -934,6 +997,7 @@ static void test_sized(void)
 int main(void)
 {
 	test_encoders();
+	test_u64map();
 	test_synth(false);
 	test_synth(true);
 	test_reader(false);

@@ -50,17 +50,10 @@ struct func {
 };
 
 /* code index -> a slot number (an index into maps or places): the
- * latest LOAD of that index, for MOVE and UNLOAD in O(1) */
+ * latest LOAD of that index, for MOVE and UNLOAD in O(1) (a pg_u64map) */
 struct idslot {
-	uint64_t id;
 	uint32_t at;
-	bool used;
 	bool place;		/* at is in places (memory layout), else in maps */
-};
-
-struct idmap {
-	struct idslot *slot;	/* open addressing, at most half full */
-	size_t nslots, n;
 };
 
 /* A LOAD kept until pg_elfset_finish() (memory layout); its arrays are
@@ -149,7 +142,7 @@ struct pg_elfset {
 	size_t nrecs, recs_cap;
 	struct mplace *places;	/* memory layout: code at an address from a time on */
 	size_t nplaces, places_cap;
-	struct idmap ids;	/* code index -> latest map (own images) or place */
+	struct pg_u64map ids;	/* code index -> latest map (own images) or place: idslot */
 	bool noting;		/* carry only code noted on a stack */
 	uint32_t *byaddr;	/* noting: places by address, their addresses, */
 	uint64_t *addrs;	/* and the highest end among each one and */
@@ -202,6 +195,7 @@ int pg_elfset_new(const struct pg_code_process *hdr, const char *dump_name,
 	set = calloc(1, sizeof(*set));
 	if (!set)
 		return pg_err(diag, -ENOMEM, "out of memory");
+	pg_u64map_init(&set->ids, sizeof(struct idslot));
 	set->hdr = *hdr;
 	set->diag = diag;
 	set->per_function = opts->per_function;
@@ -1744,55 +1738,15 @@ static int rec_meta(struct mrec *r)
 	return 0;
 }
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	return x;
-}
-
-static struct idslot *id_slot(struct idslot *slot, size_t nslots, uint64_t id)
-{
-	size_t k = mix64(id) & (nslots - 1);
-
-	while (slot[k].used && slot[k].id != id)
-		k = (k + 1) & (nslots - 1);
-	return &slot[k];
-}
-
 /* Sets id -> (at, place), the latest wins; false on OOM. */
-static bool id_put(struct idmap *m, uint64_t id, uint32_t at, bool place)
+static bool id_put(struct pg_u64map *m, uint64_t id, uint32_t at, bool place)
 {
-	struct idslot *sl;
+	struct idslot *sl = pg_u64map_put(m, id, NULL);
 
-	if (2 * (m->n + 1) > m->nslots) {
-		size_t nn = m->nslots ? 2 * m->nslots : 1024;
-		struct idslot *ns = calloc(nn, sizeof(*ns));
-
-		if (!ns)
-			return false;
-		for (size_t i = 0; i < m->nslots; i++)
-			if (m->slot[i].used)
-				*id_slot(ns, nn, m->slot[i].id) = m->slot[i];
-		free(m->slot);
-		m->slot = ns;
-		m->nslots = nn;
-	}
-	sl = id_slot(m->slot, m->nslots, id);
-	m->n += !sl->used;
-	*sl = (struct idslot){ .id = id, .at = at, .used = true, .place = place };
+	if (!sl)
+		return false;
+	*sl = (struct idslot){ .at = at, .place = place };
 	return true;
-}
-
-static const struct idslot *id_get(const struct idmap *m, uint64_t id)
-{
-	const struct idslot *sl;
-
-	if (!m->nslots)
-		return NULL;
-	sl = id_slot(m->slot, m->nslots, id);
-	return sl->used ? sl : NULL;
 }
 
 /* ---- the memory layout: what add keeps ---- */
@@ -1880,7 +1834,7 @@ static int mem_keep(pg_elfset *set, const struct pg_code_event *ld)
  * place; a MOVE puts it at ev->addr. */
 static int add_move(pg_elfset *set, const struct pg_code_event *ev)
 {
-	const struct idslot *sl = id_get(&set->ids, ev->id);
+	const struct idslot *sl = pg_u64map_get(&set->ids, ev->id);
 	struct pg_elf_map *m;
 
 	if (!sl) {
@@ -2051,8 +2005,7 @@ static int mem_fallback(pg_elfset *set)
 	int ret = 0;
 
 	set->memory = false;
-	free(set->ids.slot);
-	memset(&set->ids, 0, sizeof(set->ids));
+	pg_u64map_free(&set->ids);
 	for (size_t i = 0; i < set->nplaces && !ret; i++) {
 		const struct mplace *p = &set->places[i];
 		const struct mrec *r = &set->recs[p->rec];
@@ -2285,7 +2238,7 @@ void pg_elfset_free(pg_elfset *set)
 	free(set->addrs);
 	free(set->maxend);
 	free(set->spans);
-	free(set->ids.slot);
+	pg_u64map_free(&set->ids);
 	free(set->maps);
 	for (size_t i = 0; i < set->nimages; i++)
 		free(set->images[i].path);

@@ -53,7 +53,7 @@
 
 #define PFX "perfgraft-jvmti: "
 #define MAX_FRAMES 1024
-/* live compiled methods remembered for their UNLOAD (32 bytes each) */
+/* live compiled methods remembered for their UNLOAD (33 bytes each) */
 #define LIVE_MAX (1u << 20)
 
 /* ------------------------------------------------------------------ */
@@ -100,85 +100,27 @@ static void fail_write(const struct pg_diag *d, int rc)
 }
 
 /* ------------------------------------------------------------------ */
-/* Live methods: code address -> (code_index, size, method), for UNLOAD.
- * Open addressing with tombstones, bounded by LIVE_MAX entries. */
+/* Live methods: code address -> (code_index, size, method), for UNLOAD,
+ * bounded by LIVE_MAX entries; taken (deleted) by their unload. */
 
 struct live {
-	uint64_t addr;		/* 0: empty */
-	uint64_t index;		/* 0 with addr set: tombstone */
+	uint64_t index;
 	uint64_t size;
 	jmethodID m;
 };
 
 static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct live *live_tab;
-static size_t live_cap, live_used, live_dead;
-
-static size_t live_hash(uint64_t a)
-{
-	a ^= a >> 33;
-	a *= 0xff51afd7ed558ccdull;
-	a ^= a >> 33;
-	return (size_t)a;
-}
-
-static struct live *live_find(struct live *t, size_t cap, uint64_t addr, int for_insert)
-{
-	struct live *tomb = NULL;
-
-	for (size_t i = live_hash(addr) & (cap - 1), n = 0; n < cap; i = (i + 1) & (cap - 1), n++) {
-		struct live *e = &t[i];
-
-		if (!e->addr)
-			return for_insert ? (tomb ? tomb : e) : NULL;
-		if (!e->index) {
-			if (!tomb)
-				tomb = e;
-			continue;
-		}
-		if (e->addr == addr)
-			return e;
-	}
-	return for_insert ? tomb : NULL;
-}
-
-static int live_rehash(size_t cap)
-{
-	struct live *t = calloc(cap, sizeof(*t));
-
-	if (!t)
-		return -1;
-	for (size_t i = 0; i < live_cap; i++)
-		if (live_tab[i].addr && live_tab[i].index)
-			*live_find(t, cap, live_tab[i].addr, 1) = live_tab[i];
-	free(live_tab);
-	live_tab = t;
-	live_cap = cap;
-	live_dead = 0;
-	return 0;
-}
+static struct pg_u64map live_map = PG_U64MAP_INIT(sizeof(struct live));
 
 static void live_put(uint64_t addr, uint64_t size, uint64_t index, jmethodID m)
 {
 	struct live *e;
 
 	pthread_mutex_lock(&live_mu);
-	if ((live_used + live_dead + 1) * 4 > live_cap * 3) {
-		size_t cap = live_cap ? live_cap : 1024;
-
-		while ((live_used + 1) * 2 > cap)
-			cap *= 2;
-		if (live_used >= LIVE_MAX || live_rehash(cap) < 0)
-			goto out;	/* full: this one's UNLOAD is not written */
-	}
-	e = live_find(live_tab, live_cap, addr, 1);
-	if (e->addr != addr || !e->index) {
-		if (e->addr && !e->index)
-			live_dead--;
-		live_used++;
-	}
-	*e = (struct live){ addr, index, size, m };
-out:
+	/* full: this one's UNLOAD is not written */
+	if ((pg_u64map_count(&live_map) < LIVE_MAX || pg_u64map_get(&live_map, addr)) &&
+	    (e = pg_u64map_put(&live_map, addr, NULL)))
+		*e = (struct live){ index, size, m };
 	pthread_mutex_unlock(&live_mu);
 }
 
@@ -188,12 +130,10 @@ static int live_take(uint64_t addr, jmethodID m, uint64_t *index, uint64_t *size
 	int found = 0;
 
 	pthread_mutex_lock(&live_mu);
-	if (live_cap && (e = live_find(live_tab, live_cap, addr, 0)) && e->m == m) {
+	if ((e = pg_u64map_get(&live_map, addr)) && e->m == m) {
 		*index = e->index;
 		*size = e->size;
-		e->index = 0;		/* tombstone */
-		live_used--;
-		live_dead++;
+		pg_u64map_del(&live_map, addr);
 		found = 1;
 	}
 	pthread_mutex_unlock(&live_mu);

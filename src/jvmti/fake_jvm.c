@@ -233,7 +233,7 @@ int main(void)
 	}
 	Agent_OnUnload(NULL);
 	free(opt.dir);
-	free(live_tab);
+	pg_u64map_free(&live_map);
 	if (getenv("JVMTI_FAKE_KEEP"))		/* to look at the dump */
 		printf("jvmti_fake: dump kept in %s\n", dir);
 	else {

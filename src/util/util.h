@@ -57,6 +57,25 @@ struct pg_strmap {
 long pg_strmap_intern(struct pg_strmap *m, const char *key, bool *added);
 void pg_strmap_free(struct pg_strmap *m);
 
+/* u64 key -> a value of vsize bytes (8-aligned), with deletion.  Lookups
+ * only: there is no walk, so no output depends on slot order. */
+struct pg_u64map {
+	uint8_t *state;		/* per slot: empty, used or deleted */
+	uint8_t *slots;		/* per slot: key, then value (stride bytes) */
+	size_t vsize, stride, nslots, n, ndead;
+};
+#define PG_U64MAP_INIT(vsz) { .vsize = (vsz), .stride = 8 + (((vsz) + 7) & ~(size_t)7) }
+void pg_u64map_init(struct pg_u64map *m, size_t vsize);
+/* The value of key, or NULL. */
+void *pg_u64map_get(const struct pg_u64map *m, uint64_t key);
+/* The value of key, zeroed when key is new (*added, if given, says so);
+ * NULL on OOM.  A pointer is valid until the next put. */
+void *pg_u64map_put(struct pg_u64map *m, uint64_t key, bool *added);
+/* Removes key; false when it was not there. */
+bool pg_u64map_del(struct pg_u64map *m, uint64_t key);
+static inline size_t pg_u64map_count(const struct pg_u64map *m) { return m->n; }
+void pg_u64map_free(struct pg_u64map *m);
+
 /* Output files written beside their final name and renamed into place:
  * never through a symlink, never in place.  An existing device, FIFO or
  * socket is the exception: it is opened and written directly.  The hidden
