@@ -49,6 +49,9 @@ file under WORK/out) are zeroed before a perf.data is hashed.
 Real recordings are not deterministic, so they are only used when given:
 --gperf-profiles DIR (written once by tests/gen-gperf-profiles.sh DIR) and
 --xray-traces DIR (tests/gen-xray-traces.sh DIR) add their conversions;
+--bench-inputs DIR (tests/gen-bench-inputs.sh DIR: the benchmarks' node
+recordings, -g and --call-graph dwarf, and the MOVE-heavy dump) adds elf
+in every layout on each dump and inject in every layout on each perf.data;
 pass the same DIR to both runs.
 
 A line that differs between two builds names the input and the command.
@@ -325,7 +328,7 @@ def convert_runs(d, kind, name, args, variants):
             d.add_file(tag, out)
 
 
-def digest(perfgraft, work, gperf_profiles=None, xray_traces=None):
+def digest(perfgraft, work, gperf_profiles=None, xray_traces=None, bench_inputs=None):
     if os.path.lexists(work):
         shutil.rmtree(work)
     inp = os.path.join(work, "in")
@@ -395,6 +398,19 @@ def digest(perfgraft, work, gperf_profiles=None, xray_traces=None):
                 if s.get("binary"):
                     args += ["-b", os.path.join(xray_traces, s["binary"])]
                 convert_runs(d, "xray", "recorded-" + s["name"], args, XRAY_VARIANTS)
+    if bench_inputs:
+        import json
+        with open(os.path.join(bench_inputs, "scenarios.json")) as f:
+            for s in json.load(f):
+                for dump in s["dumps"]:
+                    variants = dict(ELF_VARIANTS)
+                    variants.update(CFI_VARIANTS)
+                    elf_runs(d, "bench-%s-%s" % (s["name"], os.path.basename(dump)[:-5]),
+                             os.path.join(bench_inputs, dump), variants)
+                # the recordings name their dumps by absolute path: they are
+                # read where they were recorded
+                inject_runs(d, "bench-" + s["name"], os.path.join(bench_inputs, s["data"]),
+                            False, extra=("--jitdump-dir", os.path.join(bench_inputs, s["name"])))
     return d
 
 
@@ -408,6 +424,9 @@ def main(argv=None):
                     help="also convert tests/gen-gperf-profiles.sh DIR's profiles")
     ap.add_argument("--xray-traces", metavar="DIR",
                     help="also convert tests/gen-xray-traces.sh DIR's traces")
+    ap.add_argument("--bench-inputs", metavar="DIR",
+                    help="also run elf and inject on tests/gen-bench-inputs.sh DIR's "
+                         "recordings (minutes, not seconds)")
     args = ap.parse_args(argv)
     # a runaway parse here must not take the machine's memory (a soft
     # limit: perfgraft, maybe an ASan build, runs without it)
@@ -419,7 +438,7 @@ def main(argv=None):
     out = os.path.abspath(args.out)
     if out == work or out.startswith(work + os.sep):
         ap.error("OUT.txt must not be inside the working directory %s" % work)
-    d = digest(perfgraft, work, args.gperf_profiles, args.xray_traces)
+    d = digest(perfgraft, work, args.gperf_profiles, args.xray_traces, args.bench_inputs)
     d.write(out)
     failed = sum(1 for v in d.lines.values() if v.startswith("exit="))
     print("%d outputs (%d of them failed runs) from %d perfgraft runs: %s"
