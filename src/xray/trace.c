@@ -5,9 +5,9 @@
  * The file is mapped, then indexed once: every FDR buffer (v1: fixed
  * strides, v2+: BufferExtents chains) or basic chunk (a run of one
  * thread's records) becomes a segment with its thread and first absolute
- * TSC, read from the buffer's preamble.  The file-order walk decodes the
- * segments as they lie; the time-order walk gives each thread a cursor over
- * its segments sorted by first TSC and merges the cursors with a heap, so
+ * TSC, read from the buffer's preamble; this file decodes one segment at
+ * a time.  order.c walks them: in file order as they lie, or in time
+ * order, a cursor per thread over its segments merged with a heap, so
  * memory stays O(segments + threads) whatever the trace's length. */
 #include <errno.h>
 #include <stddef.h>
@@ -18,6 +18,7 @@
 
 #include <perfgraft/xray.h>
 #include "util/util.h"
+#include "xray/trace.h"
 
 #define HDR_SIZE 32
 #define MD_SIZE 16
@@ -35,70 +36,6 @@ enum {
 	MD_EXTENTS = 7,
 	MD_TYPED = 8,
 	MD_PID = 9,
-};
-
-struct seg {
-	uint64_t off, end;	/* bytes [off, end) of the file */
-	uint64_t first_tsc;
-	uint32_t pid, tid;
-	uint32_t thread;	/* index into threads */
-	uint32_t order;		/* file order */
-	bool truncated;		/* the file ends inside it */
-};
-
-/* Decoding state inside one segment. */
-struct cursor {
-	uint64_t start, pos, end;
-	uint64_t tsc;
-	bool body;		/* a function or event record was decoded */
-	bool eob;		/* v1 EndOfBuffer or filler reached */
-	bool after_entry;	/* the previous record was an entry or argument */
-	uint16_t cpu;
-	uint32_t pid, tid;
-	bool truncated;
-	bool done;		/* segment over */
-};
-
-struct thread_cur {
-	uint32_t pid, tid;
-	size_t seg_lo, seg_hi;	/* its segments in seg_sorted */
-	size_t seg;		/* next segment */
-	struct cursor c;
-	bool in_seg;
-	struct pg_xr_record la;	/* lookahead */
-	bool have_la, ended;
-	uint64_t last_tsc;
-	bool any;
-};
-
-struct pg_xray {
-	const uint8_t *base;
-	size_t size;
-	bool mapped;
-	bool be;
-	unsigned flags;
-	char *name;
-	struct pg_diag *diag;
-	struct pg_xr_header hdr;
-	struct pg_xray_stats st;
-
-	struct seg *segs;
-	size_t nsegs, segs_cap;
-
-	/* file order */
-	size_t fo_seg;
-	struct cursor fo;
-	bool fo_in_seg;
-
-	/* time order */
-	struct thread_cur *threads;
-	size_t nthreads;
-	size_t *seg_sorted;
-	uint32_t *heap;
-	size_t nheap;
-	bool started;
-	uint64_t since_release;	/* bytes of segments begun since the last sweep */
-	struct { uint64_t lo, hi; } *active;	/* scratch for the sweep */
 };
 
 static uint16_t rd16(const pg_xray *t, uint64_t off)
@@ -187,7 +124,7 @@ bool pg_xray_probe(const void *buf, size_t len)
 
 /* A segment read to its end: give its pages back, so that resident memory
  * stays at the buffers being read, not the file's size. */
-static void release(pg_xray *t, uint64_t off, uint64_t end)
+void pg_xr_release(pg_xray *t, uint64_t off, uint64_t end)
 {
 	if (t->mapped)
 		pg_release_mapped(t->base, off, end);
@@ -198,7 +135,7 @@ static void release(pg_xray *t, uint64_t off, uint64_t end)
 static void release_behind(pg_xray *t, uint64_t *done, uint64_t p)
 {
 	if (p - *done >= (8u << 20)) {
-		release(t, *done, p);
+		pg_xr_release(t, *done, p);
 		*done = p & ~4095ull;
 	}
 }
@@ -394,7 +331,7 @@ static int index_basic(pg_xray *t)
 
 /* --------------------------------------------------------------- decode */
 
-static void cursor_start(pg_xray *t, struct cursor *c, const struct seg *s)
+void pg_xr_cursor_start(pg_xray *t, struct cursor *c, const struct seg *s)
 {
 	memset(c, 0, sizeof(*c));
 	c->start = c->pos = s->off;
@@ -466,16 +403,6 @@ static inline void rec_clear(struct pg_xr_record *r, uint64_t offset)
 	r->delta = 0;
 	r->value = 0;
 	r->usec = 0;
-}
-
-/* *dst = *src, without the unused part of args[] */
-static inline void rec_copy(struct pg_xr_record *dst, const struct pg_xr_record *src)
-{
-	size_t a = offsetof(struct pg_xr_record, args), b = offsetof(struct pg_xr_record, payload);
-
-	memcpy(dst, src, a);
-	memcpy(dst->args, src->args, (src->nargs <= PG_XR_MAX_ARGS ? src->nargs : 0) * 8);
-	memcpy((char *)dst + b, (const char *)src + b, sizeof(*dst) - b);
 }
 
 static void fill_common(const struct cursor *c, struct pg_xr_record *r)
@@ -749,7 +676,7 @@ static int basic_next(pg_xray *t, struct cursor *c, struct pg_xr_record *r, bool
 	return 0;
 }
 
-static int seg_next(pg_xray *t, struct cursor *c, struct pg_xr_record *r, bool all)
+int pg_xr_seg_next(pg_xray *t, struct cursor *c, struct pg_xr_record *r, bool all)
 {
 	int ret = t->hdr.type == PG_XRAY_FDR ? fdr_next(t, c, r, all) : basic_next(t, c, r, all);
 
@@ -759,234 +686,7 @@ static int seg_next(pg_xray *t, struct cursor *c, struct pg_xr_record *r, bool a
 	return ret;
 }
 
-/* ----------------------------------------------------------- file order */
-
-static int file_order_next(pg_xray *t, struct pg_xr_record *r)
-{
-	for (;;) {
-		if (!t->fo_in_seg) {
-			if (t->fo_seg >= t->nsegs)
-				return 0;
-			cursor_start(t, &t->fo, &t->segs[t->fo_seg++]);
-			t->fo_in_seg = true;
-		}
-		if (seg_next(t, &t->fo, r, true)) {
-			if (r->kind <= PG_XR_TYPED) {
-				struct thread_cur *th = &t->threads[t->segs[t->fo_seg - 1].thread];
-
-				if (!th->any)
-					t->st.threads++;
-				th->any = true;
-			}
-			return 1;
-		}
-		t->fo_in_seg = false;
-		release(t, t->fo.start, t->fo.end);
-		if (t->fo.eob && t->fo.pos < t->fo.end) {
-			memset(r, 0, sizeof(*r));
-			r->kind = PG_XR_SKIPPED;
-			r->offset = t->fo.pos;
-			r->value = t->fo.end - t->fo.pos;
-			return 1;
-		}
-	}
-}
-
-/* ----------------------------------------------------------- time order */
-
-static bool thread_advance(pg_xray *t, struct thread_cur *th)
-{
-	for (;;) {
-		if (!th->in_seg) {
-			if (th->seg == th->seg_hi) {
-				if (th->ended || !th->any)
-					return false;
-				memset(&th->la, 0, sizeof(th->la));
-				th->la.kind = PG_XR_THREAD_END;
-				th->la.tsc = th->last_tsc;
-				th->la.pid = th->pid;
-				th->la.tid = th->tid;
-				th->la.offset = t->segs[t->seg_sorted[th->seg_hi - 1]].end;
-				th->ended = true;
-				return true;
-			}
-			cursor_start(t, &th->c, &t->segs[t->seg_sorted[th->seg++]]);
-			th->in_seg = true;
-		}
-		if (seg_next(t, &th->c, &th->la, false)) {
-			if (!th->any)
-				t->st.threads++;
-			th->any = true;
-			/* the chain's time, or an old-style event's own if later */
-			if (th->c.tsc > th->last_tsc)
-				th->last_tsc = th->c.tsc;
-			if (th->la.tsc > th->last_tsc)
-				th->last_tsc = th->la.tsc;
-			return true;
-		}
-		th->in_seg = false;
-		release(t, th->c.start, th->c.end);
-	}
-}
-
-static bool heap_less(const pg_xray *t, uint32_t a, uint32_t b)
-{
-	uint64_t ta = t->threads[a].la.tsc, tb = t->threads[b].la.tsc;
-
-	return ta != tb ? ta < tb : a < b;
-}
-
-static void heap_down(pg_xray *t, size_t i)
-{
-	for (;;) {
-		size_t l = 2 * i + 1, m = i;
-		uint32_t tmp;
-
-		if (l < t->nheap && heap_less(t, t->heap[l], t->heap[m]))
-			m = l;
-		if (l + 1 < t->nheap && heap_less(t, t->heap[l + 1], t->heap[m]))
-			m = l + 1;
-		if (m == i)
-			return;
-		tmp = t->heap[i];
-		t->heap[i] = t->heap[m];
-		t->heap[m] = tmp;
-		i = m;
-	}
-}
-
-static int seg_cmp(const void *a, const void *b, void *ctx)
-{
-	const pg_xray *t = ctx;
-	const struct seg *x = &t->segs[*(const size_t *)a];
-	const struct seg *y = &t->segs[*(const size_t *)b];
-
-	if (x->thread != y->thread)
-		return x->thread < y->thread ? -1 : 1;
-	if (x->first_tsc != y->first_tsc)
-		return x->first_tsc < y->first_tsc ? -1 : 1;
-	return x->order < y->order ? -1 : x->order > y->order;
-}
-
-/* Threads by (pid, tid), in order of first appearance. */
-static int assign_threads(pg_xray *t)
-{
-	size_t nslots = 16, i, n = t->nsegs ? t->nsegs : 1;
-	uint32_t *slots;
-
-	while (nslots < 2 * t->nsegs)
-		nslots *= 2;
-	slots = calloc(nslots, sizeof(*slots));
-	t->threads = calloc(n, sizeof(*t->threads));
-	t->seg_sorted = malloc(n * sizeof(*t->seg_sorted));
-	t->heap = malloc(n * sizeof(*t->heap));
-	if (!slots || !t->threads || !t->seg_sorted || !t->heap) {
-		free(slots);
-		return pg_err(t->diag, -ENOMEM, "%s: out of memory", t->name);
-	}
-	for (i = 0; i < t->nsegs; i++) {
-		struct seg *s = &t->segs[i];
-		uint64_t key = (uint64_t)s->pid << 32 | s->tid;
-		size_t h = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & (nslots - 1);
-
-		while (slots[h]) {
-			struct thread_cur *th = &t->threads[slots[h] - 1];
-
-			if (th->pid == s->pid && th->tid == s->tid)
-				break;
-			h = (h + 1) & (nslots - 1);
-		}
-		if (!slots[h]) {
-			slots[h] = (uint32_t)++t->nthreads;
-			t->threads[t->nthreads - 1].pid = s->pid;
-			t->threads[t->nthreads - 1].tid = s->tid;
-		}
-		s->thread = slots[h] - 1;
-		t->seg_sorted[i] = i;
-	}
-	free(slots);
-	return 0;
-}
-
-static int range_cmp(const void *a, const void *b)
-{
-	const uint64_t *x = a, *y = b;
-
-	return *x < *y ? -1 : *x > *y;
-}
-
-/* Every 32 MB of buffers begun, hands back the whole mapping but the
- * threads' current buffers: the kernel maps pages around each fault, and
- * pages of buffers already read would otherwise stay resident. */
-static void sweep(pg_xray *t)
-{
-	size_t n = 0;
-	uint64_t at = 0;
-
-	if (!t->mapped || t->since_release < (32u << 20))
-		return;
-	t->since_release = 0;
-	if (!t->active && !(t->active = malloc((t->nthreads ? t->nthreads : 1) * sizeof(*t->active))))
-		return;
-	for (size_t i = 0; i < t->nthreads; i++)
-		if (t->threads[i].in_seg) {
-			t->active[n].lo = t->threads[i].c.start;
-			t->active[n].hi = t->threads[i].c.end;
-			n++;
-		}
-	qsort(t->active, n, sizeof(*t->active), range_cmp);
-	for (size_t i = 0; i < n; i++) {
-		release(t, at, t->active[i].lo & ~4095ull);
-		if (pg_align(t->active[i].hi, 4096) > at)
-			at = pg_align(t->active[i].hi, 4096);
-	}
-	if (at < t->size)
-		release(t, at, t->size);
-}
-
-static void time_order_init(pg_xray *t)
-{
-	size_t i;
-
-	qsort_r(t->seg_sorted, t->nsegs, sizeof(*t->seg_sorted), seg_cmp, t);
-	for (i = 0; i < t->nsegs; i++) {
-		struct thread_cur *th = &t->threads[t->segs[t->seg_sorted[i]].thread];
-
-		if (i == 0 || t->segs[t->seg_sorted[i - 1]].thread != t->segs[t->seg_sorted[i]].thread)
-			th->seg_lo = th->seg = i;
-		th->seg_hi = i + 1;
-	}
-	for (i = 0; i < t->nthreads; i++)
-		if (thread_advance(t, &t->threads[i]))
-			t->heap[t->nheap++] = (uint32_t)i;
-	for (i = t->nheap; i-- > 0;)
-		heap_down(t, i);
-	t->started = true;
-}
-
-static int time_order_next(pg_xray *t, struct pg_xr_record *r)
-{
-	uint32_t top;
-
-	if (!t->started)
-		time_order_init(t);
-	sweep(t);
-	if (!t->nheap)
-		return 0;
-	top = t->heap[0];
-	rec_copy(r, &t->threads[top].la);
-	if (!thread_advance(t, &t->threads[top]))
-		t->heap[0] = t->heap[--t->nheap];
-	heap_down(t, 0);
-	return 1;
-}
-
 /* ----------------------------------------------------------------- open */
-
-int pg_xray_next(pg_xray *t, struct pg_xr_record *rec)
-{
-	return t->flags & PG_XRAY_FILE_ORDER ? file_order_next(t, rec) : time_order_next(t, rec);
-}
 
 static int open_common(pg_xray *t, const char *name, unsigned flags, struct pg_diag *diag,
 		       pg_xray **out)
@@ -1030,9 +730,9 @@ static int open_common(pg_xray *t, const char *name, unsigned flags, struct pg_d
 	h->buffer_size = h->type == PG_XRAY_FDR ? rd64(t, 16) : 0;
 	ret = h->type == PG_XRAY_FDR ? index_fdr(t) : index_basic(t);
 	if (ret >= 0)
-		ret = assign_threads(t);
+		ret = pg_xr_assign_threads(t);
 	/* the index touched every buffer's first page (and its neighbours) */
-	release(t, 0, t->size);
+	pg_xr_release(t, 0, t->size);
 	if (ret < 0)
 		goto fail;
 	*out = t;
