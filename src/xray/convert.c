@@ -29,6 +29,7 @@
 #include <perfgraft/perfdata.h>
 #include <perfgraft/xray.h>
 #include "perfdata/synth.h"
+#include "perfdata/writer.h"
 #include "util/util.h"
 #include "xray/events.h"
 
@@ -130,7 +131,7 @@ struct conv {
 	uint32_t *pids;		/* processes given an MMAP2 */
 	size_t npids, pcap;
 
-	struct pg_synth syn;
+	struct pg_pdw_rounds rounds;	/* w, a FINISHED_ROUND every ROUND_EVENTS records */
 	struct pg_rec rec;	/* one record (RECBUF bytes) */
 	size_t raw_at;		/* RAW of the tracepoint sample in rec */
 	uint64_t last_out;	/* output time never goes back */
@@ -142,9 +143,10 @@ struct conv {
 
 /* ------------------------------------------------------------- encoding */
 
-/* Records are composed in cv->rec by the synthesizer (perfdata/synth.h);
- * every record is under 64 KiB (MAX_CHAIN, MAX_PAYLOAD, MAX_NAME) and the
- * buffer is twice that. */
+/* Records are composed in cv->rec by the synthesizer (perfdata/synth.h)
+ * and written in rounds by the writer (perfdata/writer.h); every record
+ * is under 64 KiB (MAX_CHAIN, MAX_PAYLOAD, MAX_NAME) and the buffer is
+ * twice that. */
 static inline void r64(struct conv *cv, uint64_t v) { pg_rec_u64(&cv->rec, v); }
 static inline void r32(struct conv *cv, uint32_t v) { pg_rec_u32(&cv->rec, v); }
 
@@ -159,7 +161,7 @@ static int rec_end(struct conv *cv)
 {
 	if (pg_rec_end(&cv->rec) < 0)
 		return pg_err(cv->diag, -EINVAL, "internal: record of %zu bytes", cv->rec.len);
-	return pg_synth_write(&cv->syn, &cv->rec);
+	return pg_pdw_write_rec(&cv->rounds, &cv->rec);
 }
 
 static struct pg_synth_sample sample_of(const struct thread *th, uint64_t time, uint64_t id)
@@ -874,12 +876,12 @@ static int write_header(struct conv *cv)
 			.flags = flags, .name = attr_names[i], .ids = &ids[i], .nr_ids = 1,
 		};
 	}
-	if ((ret = pg_synth_attrs(&cv->syn, attrs, n)) < 0)
+	if ((ret = pg_pdw_add_attrs(cv->w, attrs, n)) < 0)
 		return ret;
 	for (size_t i = 0; !ret && i < sizeof(strs) / sizeof(strs[0]); i++)
-		ret = pg_synth_str_feature(&cv->syn, strs[i].bit, strs[i].s);
+		ret = pg_pdw_add_str_feature(cv->w, strs[i].bit, strs[i].s);
 	if (!ret)	/* the names */
-		ret = pg_synth_event_desc(&cv->syn, attrs, n);
+		ret = pg_pdw_add_event_desc(cv->w, attrs, n);
 	if (!ret && cv->events) {	/* last: pipe mode sends it after the features */
 		pg_xray_tracing_data(&b);
 		ret = b.oom ? pg_err(cv->diag, -ENOMEM, "out of memory")
@@ -981,7 +983,7 @@ static int run(struct conv *cv)
 		cv->trace->truncated_bytes += s.truncated_bytes;
 		cv->trace->orphan_args += s.orphan_args;
 	}
-	return pg_synth_round(&cv->syn);
+	return pg_pdw_round(&cv->rounds);
 }
 
 /* pg_xray_convert() on the library's own copies of the options and the
@@ -1030,8 +1032,7 @@ static int convert(const struct pg_xray_opts *o, struct pg_diag *diag,
 	}
 	if ((ret = pg_pdw_open(o->output, &wo, diag, &cv.w)) < 0)
 		goto out;
-	cv.syn = (struct pg_synth){ .w = cv.w, .diag = diag, .big_endian = wo.big_endian,
-				    .round_every = ROUND_EVENTS };
+	cv.rounds = (struct pg_pdw_rounds){ .w = cv.w, .every = ROUND_EVENTS };
 	ret = run(&cv);
 	if (ret < 0) {
 		pg_pdw_abort(cv.w);
