@@ -27,6 +27,7 @@
 #include <perfgraft/gperf.h>
 #include <perfgraft/perfdata.h>
 #include "perfdata/synth.h"
+#include "perfdata/writer.h"
 #include "util/util.h"
 
 #define ROUND_EVENTS 65536
@@ -42,7 +43,7 @@ struct conv {
 	struct pg_gperf_stats *profile;
 	pg_gperf *g;
 	pg_pdw *w;
-	struct pg_synth syn;
+	struct pg_pdw_rounds rounds;	/* w, a FINISHED_ROUND every ROUND_EVENTS records */
 	struct pg_rec rec;	/* one record (PG_REC_MAX + 1 bytes) */
 };
 
@@ -119,7 +120,7 @@ static int write_header(struct conv *cv)
 		.ids = &id, .nr_ids = 1,
 	};
 
-	return pg_synth_attrs(&cv->syn, &a, 1);
+	return pg_pdw_add_attrs(cv->w, &a, 1);
 }
 
 static int write_comm(struct conv *cv)
@@ -223,11 +224,11 @@ static int write_samples(struct conv *cv)
 		for (uint64_t c = 0; !ret && c < (weighted ? 1 : s->count); c++) {
 			t += smp.period;
 			pg_rec_put64(r, time_at, t);
-			ret = pg_synth_write(&cv->syn, r);
+			ret = pg_pdw_write_rec(&cv->rounds, r);
 			cv->st->samples++;
 		}
 	}
-	return ret ? ret : pg_synth_round(&cv->syn);
+	return ret ? ret : pg_pdw_round(&cv->rounds);
 }
 
 /* Chooses one SAMPLE per tick or per distinct stack and checks that the
@@ -299,8 +300,7 @@ static int convert(const struct pg_gperf_opts *o, struct pg_diag *diag,
 	cv.rec.big_endian = wo.big_endian;
 	if ((ret = pg_pdw_open(o->output, &wo, diag, &cv.w)) < 0)
 		goto out;
-	cv.syn = (struct pg_synth){ .w = cv.w, .diag = diag, .big_endian = wo.big_endian,
-				    .round_every = ROUND_EVENTS };
+	cv.rounds = (struct pg_pdw_rounds){ .w = cv.w, .every = ROUND_EVENTS };
 	if ((ret = write_header(&cv)) < 0 || (ret = write_comm(&cv)) < 0 ||
 	    (ret = write_mmaps(&cv)) < 0 || (ret = write_samples(&cv)) < 0) {
 		pg_pdw_abort(cv.w);

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* perf.data synthesis: the header pieces and records that are not on a
- * hot path (see synth.h). */
-#include <errno.h>
+ * hot path, encoded into a caller's buffer (see synth.h; no writer here). */
 #include <string.h>
 
 #include "perfdata/synth.h"
@@ -21,7 +20,7 @@ void pg_synth_comm(struct pg_rec *r, uint32_t pid, uint32_t tid, const char *com
 	pg_synth_sample_id(r, sample_type, s);
 }
 
-void pg_synth_mmap2(struct pg_rec *r, const struct pg_pdw_mmap2 *m, uint64_t sample_type,
+void pg_synth_mmap2(struct pg_rec *r, const struct pg_synth_mmap2 *m, uint64_t sample_type,
 		    const struct pg_synth_sample *s)
 {
 	size_t n = strlen(m->filename), nlen = pg_align(n + 1, 8);
@@ -63,20 +62,7 @@ void pg_synth_attr_raw(uint8_t raw[PG_SYNTH_ATTR_SIZE], bool big_endian,
 	pg_rec_u32(&r, (uint32_t)a->clockid);
 }
 
-int pg_synth_attrs(struct pg_synth *s, const struct pg_synth_attr *a, size_t n)
-{
-	uint8_t raw[PG_SYNTH_ATTR_SIZE];
-	int ret = 0;
-
-	for (size_t i = 0; !ret && i < n; i++) {
-		pg_synth_attr_raw(raw, s->big_endian, &a[i]);
-		ret = pg_pdw_add_attr(s->w, raw, PG_SYNTH_ATTR_SIZE, a[i].ids, a[i].nr_ids);
-	}
-	return ret;
-}
-
-/* perf's header string: u32 length, then the string NUL-padded to it */
-static void perf_str(struct pg_buf *b, const char *str)
+void pg_synth_str(struct pg_buf *b, const char *str)
 {
 	size_t n = pg_align(strlen(str) + 1, 64);
 
@@ -88,48 +74,18 @@ static void perf_str(struct pg_buf *b, const char *str)
 	}
 }
 
-static int add_feature(struct pg_synth *s, unsigned bit, struct pg_buf *b)
+void pg_synth_event_desc(struct pg_buf *b, const struct pg_synth_attr *a, size_t n)
 {
-	int ret = b->oom ? pg_err(s->diag, -ENOMEM, "out of memory")
-			 : pg_pdw_add_feature(s->w, bit, b->p, b->len);
-
-	pg_buf_free(b);
-	return ret;
-}
-
-int pg_synth_event_desc(struct pg_synth *s, const struct pg_synth_attr *a, size_t n)
-{
-	struct pg_buf b = { .big_endian = s->big_endian };
 	uint8_t raw[PG_SYNTH_ATTR_SIZE];
 
-	pg_buf_u32(&b, (uint32_t)n);
-	pg_buf_u32(&b, PG_SYNTH_ATTR_SIZE);
+	pg_buf_u32(b, (uint32_t)n);
+	pg_buf_u32(b, PG_SYNTH_ATTR_SIZE);
 	for (size_t i = 0; i < n; i++) {
-		pg_synth_attr_raw(raw, s->big_endian, &a[i]);
-		pg_buf_add(&b, raw, sizeof(raw));
-		pg_buf_u32(&b, (uint32_t)a[i].nr_ids);
-		perf_str(&b, a[i].name ? a[i].name : "");
+		pg_synth_attr_raw(raw, b->big_endian, &a[i]);
+		pg_buf_add(b, raw, sizeof(raw));
+		pg_buf_u32(b, (uint32_t)a[i].nr_ids);
+		pg_synth_str(b, a[i].name ? a[i].name : "");
 		for (size_t k = 0; k < a[i].nr_ids; k++)
-			pg_buf_u64(&b, a[i].ids[k]);
+			pg_buf_u64(b, a[i].ids[k]);
 	}
-	return add_feature(s, PG_FEAT_EVENT_DESC, &b);
-}
-
-int pg_synth_str_feature(struct pg_synth *s, unsigned bit, const char *str)
-{
-	struct pg_buf b = { .big_endian = s->big_endian };
-
-	perf_str(&b, str);
-	return add_feature(s, bit, &b);
-}
-
-int pg_synth_round(struct pg_synth *s)
-{
-	uint8_t buf[8];
-	struct pg_rec r = { .p = buf, .cap = sizeof(buf), .big_endian = s->big_endian };
-
-	s->since_round = 0;
-	pg_rec_start(&r, PG_PERF_RECORD_FINISHED_ROUND, 0);
-	pg_rec_end(&r);
-	return pg_pdw_write(s->w, r.p, r.len, NULL, 0);
 }

@@ -3,15 +3,20 @@
  * records and header pieces the converters make (as perf's own
  * synthetic-events does): attrs and their EVENT_DESC, string features,
  * COMM, SAMPLE (with call chain and tracepoint RAW data), sample_id
- * trailers, MMAP2 (pg_pdw_mmap2 writes it) and FINISHED_ROUND.  Build-id
- * entries and HEADER_ATTR/HEADER_FEATURE records stay with the writer,
- * which owns the header they belong to.
+ * trailers, MMAP2 and FINISHED_ROUND.  Build-id entries and
+ * HEADER_ATTR/HEADER_FEATURE records stay with the writer, which owns the
+ * header they belong to.
+ *
+ * It encodes only, into a caller's buffer, and knows no writer: the
+ * writer (perfdata/writer.h) uses it to hand the bytes to a file, never
+ * the reverse.
  *
  * Records are composed into a caller's fixed buffer (struct pg_rec), with
  * no allocation, in the byte order it names: the per-record encoders are
  * inline so that a converter's hot path, with a constant sample_type,
  * compiles to the stores it needs.  A write past the buffer's capacity is
- * dropped and remembered (overflow); pg_rec_end() then fails. */
+ * dropped and remembered (overflow); pg_rec_end() then fails.  Header
+ * pieces go into a caller's struct pg_buf, in its byte order. */
 #ifndef PG_PERFDATA_SYNTH_H
 #define PG_PERFDATA_SYNTH_H
 
@@ -365,11 +370,26 @@ static inline size_t pg_synth_sample_id_size(uint64_t sample_type)
 void pg_synth_comm(struct pg_rec *r, uint32_t pid, uint32_t tid, const char *comm,
 		   size_t name_size, uint64_t sample_type, const struct pg_synth_sample *s);
 
-/* An MMAP2 record (inode form, MISC_USER) with s's sample_id trailer
- * (sample_type 0: none); the file name NUL-padded to 8 bytes.  Then
- * pg_rec_end().  pg_pdw_mmap2() writes one. */
-void pg_synth_mmap2(struct pg_rec *r, const struct pg_pdw_mmap2 *m, uint64_t sample_type,
+/* The fields of an MMAP2 record (inode form). */
+struct pg_synth_mmap2 {
+	uint32_t pid, tid;
+	uint64_t start, len, pgoff;
+	uint32_t maj, min;
+	uint64_t ino, ino_generation;
+	uint32_t prot, flags;
+	const char *filename;
+};
+
+/* An MMAP2 record (MISC_USER) with s's sample_id trailer (sample_type 0:
+ * none); the file name NUL-padded to 8 bytes.  Then pg_rec_end(). */
+void pg_synth_mmap2(struct pg_rec *r, const struct pg_synth_mmap2 *m, uint64_t sample_type,
 		    const struct pg_synth_sample *s);
+
+/* A FINISHED_ROUND (a header only).  Then pg_rec_end(). */
+static inline void pg_synth_round(struct pg_rec *r)
+{
+	pg_rec_start(r, PG_PERF_RECORD_FINISHED_ROUND, 0);
+}
 
 /* --------------------------------------------------------- the header */
 
@@ -392,37 +412,12 @@ struct pg_synth_attr {
 void pg_synth_attr_raw(uint8_t raw[PG_SYNTH_ATTR_SIZE], bool big_endian,
 		       const struct pg_synth_attr *a);
 
-/* A writer with the byte order it was opened with, and the count of
- * records since the last FINISHED_ROUND.  The caller fills w, diag,
- * big_endian (as in pg_pdw_opts) and round_every (0: rounds only when
- * asked). */
-struct pg_synth {
-	pg_pdw *w;
-	struct pg_diag *diag;
-	bool big_endian;
-	uint64_t round_every;
-	uint64_t since_round;
-};
-
-/* Adds the n attrs with their ids (pg_pdw_add_attr). */
-int pg_synth_attrs(struct pg_synth *s, const struct pg_synth_attr *a, size_t n);
-/* The EVENT_DESC feature naming the n attrs. */
-int pg_synth_event_desc(struct pg_synth *s, const struct pg_synth_attr *a, size_t n);
-/* A string feature (HOSTNAME, OSRELEASE, VERSION, ARCH, ...): perf's
- * u32 length + NUL-padded string of 64-byte multiples. */
-int pg_synth_str_feature(struct pg_synth *s, unsigned bit, const char *str);
-
-/* A FINISHED_ROUND now (the count restarts). */
-int pg_synth_round(struct pg_synth *s);
-/* Writes the record r holds (after pg_rec_end), and a FINISHED_ROUND
- * after every round_every-th record written this way. */
-static inline int pg_synth_write(struct pg_synth *s, const struct pg_rec *r)
-{
-	int ret = pg_pdw_write(s->w, r->p, r->len, NULL, 0);
-
-	if (!ret && s->round_every && ++s->since_round >= s->round_every)
-		ret = pg_synth_round(s);
-	return ret;
-}
+/* The EVENT_DESC feature's body naming the n attrs, appended to b (the
+ * attrs in b's byte order). */
+void pg_synth_event_desc(struct pg_buf *b, const struct pg_synth_attr *a, size_t n);
+/* perf's header string, appended to b: a u32 length, then the string
+ * NUL-padded to a multiple of 64 bytes.  The body of a string feature
+ * (HOSTNAME, OSRELEASE, VERSION, ARCH, ...). */
+void pg_synth_str(struct pg_buf *b, const char *str);
 
 #endif

@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* perf.data writer.  File mode: header, data, feature table and bodies,
  * then ids and attrs; the header is written last.  Pipe mode: header,
- * HEADER_ATTR and feature records, then the data. */
+ * HEADER_ATTR and feature records, then the data.
+ *
+ * The records and header pieces it synthesizes (MMAP2, and for the
+ * converters attrs, EVENT_DESC, string features and FINISHED_ROUND:
+ * perfdata/writer.h) are encoded by perfdata/synth.h; the writer uses the
+ * encoder, never the reverse. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -17,6 +22,7 @@
 
 #include <perfgraft/perfdata.h>
 #include "perfdata/synth.h"
+#include "perfdata/writer.h"
 #include "util/util.h"
 
 #define OUT_BUF (1u << 16)
@@ -662,6 +668,11 @@ int pg_pdw_mmap2(pg_pdw *w, const struct pg_pd_attr *a, const struct pg_pdw_mmap
 	const struct pg_synth_sample sid = { .pid = m->pid, .tid = m->tid, .time = m->time,
 					     .id = m->id, .cpu = m->cpu };
 	size_t size = 72 + nlen + pg_synth_sample_id_size(st);
+	const struct pg_synth_mmap2 mm = {
+		.pid = m->pid, .tid = m->tid, .start = m->start, .len = m->len, .pgoff = m->pgoff,
+		.maj = m->maj, .min = m->min, .ino = m->ino, .ino_generation = m->ino_generation,
+		.prot = m->prot, .flags = m->flags, .filename = m->filename,
+	};
 	struct pg_rec r = { .cap = size, .big_endian = w->big_endian };
 	int ret;
 
@@ -669,12 +680,63 @@ int pg_pdw_mmap2(pg_pdw *w, const struct pg_pd_attr *a, const struct pg_pdw_mmap
 		return pg_err(w->diag, -EINVAL, "file name too long for an MMAP2 record: %s", m->filename);
 	if (!(r.p = malloc(size)))
 		return pg_err(w->diag, -ENOMEM, "out of memory");
-	pg_synth_mmap2(&r, m, st, &sid);
+	pg_synth_mmap2(&r, &mm, st, &sid);
 	w->data_started = true;
 	ret = pg_rec_end(&r) < 0 ? pg_err(w->diag, -EINVAL, "internal: MMAP2 of %zu bytes", r.len)
 				 : dout(w, r.p, r.len);
 	free(r.p);
 	return ret;
+}
+
+/* ---- for the converters (perfdata/writer.h): synth.h's pieces written */
+
+int pg_pdw_add_attrs(pg_pdw *w, const struct pg_synth_attr *a, size_t n)
+{
+	uint8_t raw[PG_SYNTH_ATTR_SIZE];
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < n; i++) {
+		pg_synth_attr_raw(raw, w->big_endian, &a[i]);
+		ret = pg_pdw_add_attr(w, raw, PG_SYNTH_ATTR_SIZE, a[i].ids, a[i].nr_ids);
+	}
+	return ret;
+}
+
+/* Adds the feature b holds and frees b. */
+static int add_feature_buf(pg_pdw *w, unsigned bit, struct pg_buf *b)
+{
+	int ret = b->oom ? pg_err(w->diag, -ENOMEM, "out of memory")
+			 : pg_pdw_add_feature(w, bit, b->p, b->len);
+
+	pg_buf_free(b);
+	return ret;
+}
+
+int pg_pdw_add_event_desc(pg_pdw *w, const struct pg_synth_attr *a, size_t n)
+{
+	struct pg_buf b = { .big_endian = w->big_endian };
+
+	pg_synth_event_desc(&b, a, n);
+	return add_feature_buf(w, PG_FEAT_EVENT_DESC, &b);
+}
+
+int pg_pdw_add_str_feature(pg_pdw *w, unsigned bit, const char *str)
+{
+	struct pg_buf b = { .big_endian = w->big_endian };
+
+	pg_synth_str(&b, str);
+	return add_feature_buf(w, bit, &b);
+}
+
+int pg_pdw_round(struct pg_pdw_rounds *rs)
+{
+	uint8_t buf[8];
+	struct pg_rec r = { .p = buf, .cap = sizeof(buf), .big_endian = rs->w->big_endian };
+
+	rs->since = 0;
+	pg_synth_round(&r);
+	pg_rec_end(&r);
+	return pg_pdw_write(rs->w, r.p, r.len, NULL, 0);
 }
 
 static void free_w(pg_pdw *w)

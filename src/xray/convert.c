@@ -15,7 +15,8 @@
  *    thin_after * log2(L / thin_after) samples, not L;
  *  - the events themselves as tracepoint samples (system "xray"), with
  *    their formats in the file's tracing data so perf script and
- *    libtraceevent print named fields.
+ *    libtraceevent print named fields (events.c: their formats and
+ *    records; the state both files share is in xray/convert.h).
  * Output is written in time order with periodic FINISHED_ROUNDs; memory is
  * O(threads x depth + functions + trace buffers). */
 #include <errno.h>
@@ -29,143 +30,25 @@
 #include <perfgraft/perfdata.h>
 #include <perfgraft/xray.h>
 #include "perfdata/synth.h"
+#include "perfdata/writer.h"
 #include "util/util.h"
+#include "xray/convert.h"
 #include "xray/events.h"
 
-#define MAX_CHAIN 1024
 #define ROUND_EVENTS 65536
-#define MAX_PAYLOAD 65000	/* a perf record is at most 64 KiB */
 #define PIE_BASE 0x555555554000ull
-#define MAX_NAME 4000		/* longer names are cut: a record must fit 64 KiB */
-#define RECBUF (1u << 17)
 
-enum { ATTR_TIME, ATTR_ENTRY, ATTR_EXIT, ATTR_TAIL, ATTR_ARGS, ATTR_CUSTOM, ATTR_TYPED,
-       ATTR_FUNC, NATTRS };
-
-static const uint32_t tp_ids[NATTRS] = {
-	0, PG_XRAY_EV_ENTRY, PG_XRAY_EV_EXIT, PG_XRAY_EV_TAIL_EXIT, PG_XRAY_EV_CALL_ARGS,
-	PG_XRAY_EV_CUSTOM, PG_XRAY_EV_TYPED, PG_XRAY_EV_FUNCTION,
-};
-/* xray-time samples; the events: no PERIOD, a tracepoint's period is the
- * attr's sample_period, 1.  Every attr's sample_id trailer: ST_ID. */
-#define ST_TIME (PG_SAMPLE_IDENTIFIER | PG_SAMPLE_IP | PG_SAMPLE_TID | PG_SAMPLE_TIME | \
-		 PG_SAMPLE_CPU | PG_SAMPLE_PERIOD | PG_SAMPLE_CALLCHAIN)
-#define ST_TP (PG_SAMPLE_IDENTIFIER | PG_SAMPLE_IP | PG_SAMPLE_TID | PG_SAMPLE_TIME | \
-	       PG_SAMPLE_CPU | PG_SAMPLE_RAW)
-#define ST_ID (PG_SAMPLE_TID | PG_SAMPLE_TIME | PG_SAMPLE_CPU | PG_SAMPLE_IDENTIFIER)
-
+/* the attrs' names, for EVENT_DESC */
 static const char *const attr_names[NATTRS] = {
 	"xray-time", "xray:function_entry", "xray:function_exit", "xray:tail_exit",
 	"xray:call_args", "xray:custom_event", "xray:typed_event", "xray:function",
 };
-
-/* IDs whose xray:function event was written: a bitmap for the small ones
- * (every real binary), a hash set beyond, so a hostile 32-bit ID costs a
- * slot, not a 512 MB bitmap. */
-#define SEEN_BITS (1u << 20)
-struct seen {
-	uint64_t *bits;
-	uint32_t *slots;	/* ID + 1, 0 = empty */
-	size_t n, cap;
-};
-
-struct frame {
-	uint32_t id;
-	uint64_t tsc;
-};
-
-struct thread {
-	uint32_t trace, pid, tid;
-	uint16_t cpu;
-	struct frame *stack;
-	size_t depth, cap;
-	/* The run (the stack unchanged since the record at run_off): grid
-	 * points from `cover` on are not in a sample yet; the next sample is
-	 * due at next_sample (UINT64_MAX while the stack is empty) and takes
-	 * every point from cover to it; run_n samples were written. */
-	uint64_t next_sample;
-	uint64_t cover;
-	uint64_t run_n;
-	uint64_t run_off;
-	size_t hpos;		/* position in the sample heap */
-};
-
-struct trace_in {
-	pg_xray *t;
-	const char *path;
-	uint64_t freq;
-	struct pg_xr_record la;
-	uint64_t la_ns;
-	bool have;
-};
-
-struct conv {
-	const struct pg_xray_opts *o;
-	struct pg_diag *diag;
-	struct pg_xray_convert_stats *st;
-	struct pg_xray_stats *trace;	/* summed over the traces */
-	pg_pdw *w;
-	pg_xray_map *map;
-	const struct pg_xray_binary *bin;
-	uint64_t base;		/* load address added to link-time addresses */
-	uint64_t period;	/* ns */
-	uint64_t max_gap;	/* ns */
-	uint64_t thin_after;	/* samples of a run on the full grid; UINT64_MAX: all */
-	uint64_t last_in;	/* time of the previous record, ns */
-	bool have_last_in;
-	bool events, samples;
-	char comm[16];
-	struct stat bin_st;
-
-	struct trace_in *in;
-	size_t nin;
-
-	struct thread *threads;
-	size_t nthreads, tcap;
-	uint32_t *slots;	/* hash of threads: index + 1 */
-	size_t nslots;
-	uint32_t *heap;		/* threads by next_sample */
-	size_t nheap, hcap;
-
-	uint32_t *pids;		/* processes given an MMAP2 */
-	size_t npids, pcap;
-
-	struct pg_synth syn;
-	struct pg_rec rec;	/* one record (RECBUF bytes) */
-	size_t raw_at;		/* RAW of the tracepoint sample in rec */
-	uint64_t last_out;	/* output time never goes back */
-	uint64_t *chain;
-	struct seen seen;
-	bool warned_depth, warned_freq, warned_thin;
-	int err;
-};
-
-/* ------------------------------------------------------------- encoding */
-
-/* Records are composed in cv->rec by the synthesizer (perfdata/synth.h);
- * every record is under 64 KiB (MAX_CHAIN, MAX_PAYLOAD, MAX_NAME) and the
- * buffer is twice that. */
-static inline void r64(struct conv *cv, uint64_t v) { pg_rec_u64(&cv->rec, v); }
-static inline void r32(struct conv *cv, uint32_t v) { pg_rec_u32(&cv->rec, v); }
 
 static uint64_t to_ns(uint64_t tsc, uint64_t freq)
 {
 	if (freq == 0 || freq == 1000000000ull)
 		return tsc;
 	return (uint64_t)((unsigned __int128)tsc * 1000000000u / freq);
-}
-
-static int rec_end(struct conv *cv)
-{
-	if (pg_rec_end(&cv->rec) < 0)
-		return pg_err(cv->diag, -EINVAL, "internal: record of %zu bytes", cv->rec.len);
-	return pg_synth_write(&cv->syn, &cv->rec);
-}
-
-static struct pg_synth_sample sample_of(const struct thread *th, uint64_t time, uint64_t id)
-{
-	return (struct pg_synth_sample){ .id = id, .pid = th->pid, .tid = th->tid,
-					 .time = time, .cpu = th->cpu };
 }
 
 static uint64_t out_time(struct conv *cv, uint64_t ns)
@@ -176,190 +59,7 @@ static uint64_t out_time(struct conv *cv, uint64_t ns)
 	return ns;
 }
 
-static uint64_t func_addr(struct conv *cv, uint32_t id)
-{
-	const struct pg_xray_func *f = cv->map ? pg_xray_map_func(cv->map, id) : NULL;
-
-	if (f)
-		return cv->base + f->addr;
-	/* no binary, or an ID it does not know: a stable made-up address */
-	return 0x10000000ull + (uint64_t)id * 16;
-}
-
-static const char *func_name(struct conv *cv, uint32_t id, char *buf, size_t n)
-{
-	const struct pg_xray_func *f = cv->map ? pg_xray_map_func(cv->map, id) : NULL;
-
-	if (f)
-		return f->name;
-	snprintf(buf, n, "#%u", id);
-	return buf;
-}
-
-/* A tracepoint sample: its fields, then RAW (common fields first). */
-static void tp_start(struct conv *cv, int attr, const struct thread *th, uint64_t ip,
-		     uint64_t time)
-{
-	struct pg_synth_sample smp = sample_of(th, time, (uint64_t)attr + 1);
-
-	smp.ip = ip;
-	pg_synth_sample_start(&cv->rec, ST_TP, PG_PERF_RECORD_MISC_USER, &smp);
-	cv->raw_at = pg_synth_tp_start(&cv->rec, (uint16_t)tp_ids[attr], th->tid);
-}
-
-/* A dynamic field, its __data_loc word at raw offset loc_at. */
-static void tp_dyn(struct conv *cv, size_t loc_at, const void *p, size_t n, bool nul)
-{
-	pg_synth_tp_dyn(&cv->rec, cv->raw_at, loc_at, p, n, nul);
-}
-
-static int tp_end(struct conv *cv)
-{
-	pg_synth_raw_end(&cv->rec, cv->raw_at);
-	return rec_end(cv);
-}
-
-/* 1 if id was seen before; 0 when it is marked now; <0 out of memory */
-static int seen_test_set(struct seen *s, uint32_t id)
-{
-	if (id < SEEN_BITS) {
-		uint64_t m = 1ull << (id & 63);
-
-		if (!s->bits && !(s->bits = calloc(SEEN_BITS / 64, 8)))
-			return -ENOMEM;
-		if (s->bits[id >> 6] & m)
-			return 1;
-		s->bits[id >> 6] |= m;
-		return 0;
-	}
-	if (2 * (s->n + 1) > s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 64;
-		uint32_t *sl = calloc(cap, sizeof(*sl));
-
-		if (!sl)
-			return -ENOMEM;
-		for (size_t i = 0; i < s->cap; i++) {
-			size_t j = s->slots[i] * 2654435761u & (cap - 1);
-
-			if (!s->slots[i])
-				continue;
-			while (sl[j])
-				j = (j + 1) & (cap - 1);
-			sl[j] = s->slots[i];
-		}
-		free(s->slots);
-		s->slots = sl;
-		s->cap = cap;
-	}
-	for (size_t j = (id + 1u) * 2654435761u & (s->cap - 1);; j = (j + 1) & (s->cap - 1)) {
-		if (s->slots[j] == id + 1u)
-			return 1;
-		if (!s->slots[j]) {
-			s->slots[j] = id + 1u;
-			s->n++;
-			return 0;
-		}
-	}
-}
-
-/* xray:function, written once per function just before the first event
- * that names it (same time, so perf's stable time order keeps it first):
- * the events themselves carry only the ID, the name travels once. */
-static int ev_function(struct conv *cv, const struct thread *th, uint32_t id, uint64_t time)
-{
-	const struct pg_xray_func *f = cv->map ? pg_xray_map_func(cv->map, id) : NULL;
-	char nb[16];
-	const char *name = func_name(cv, id, nb, sizeof(nb));
-	const char *file = f && f->file ? f->file : "";
-	uint64_t addr = func_addr(cv, id);
-	int ret = seen_test_set(&cv->seen, id);
-
-	if (ret)
-		return ret < 0 ? pg_err(cv->diag, ret, "out of memory") : 0;
-	tp_start(cv, ATTR_FUNC, th, addr, time);
-	r64(cv, addr);
-	r32(cv, id);
-	r32(cv, f ? f->line : 0);
-	r32(cv, f ? f->column : 0);
-	r32(cv, 0);	/* name's __data_loc */
-	r32(cv, 0);	/* file's */
-	tp_dyn(cv, 28, name, strnlen(name, MAX_NAME), true);
-	tp_dyn(cv, 32, file, strnlen(file, MAX_NAME), true);
-	cv->st->events++;
-	cv->st->functions++;
-	return tp_end(cv);
-}
-
-static int ev_entry(struct conv *cv, const struct thread *th, const struct pg_xr_record *r,
-		    uint64_t time)
-{
-	int ret = ev_function(cv, th, r->func_id, time);
-	bool be = cv->rec.big_endian;
-	uint8_t *p;
-
-	if (ret < 0)
-		return ret;
-	tp_start(cv, ATTR_ENTRY, th, func_addr(cv, r->func_id), time);
-	if ((p = pg_rec_claim(&cv->rec, 8))) {	/* one bounds check for the fields */
-		p = pg_rec_st32(p, r->func_id, be);
-		pg_rec_st32(p, (uint32_t)th->depth, be);
-	}
-	cv->st->events++;
-	return tp_end(cv);
-}
-
-static int ev_exit(struct conv *cv, const struct thread *th, int attr, uint32_t id,
-		   uint64_t dur_ns, size_t depth, uint32_t flags, uint64_t time)
-{
-	int ret = ev_function(cv, th, id, time);
-	bool be = cv->rec.big_endian;
-	uint8_t *p;
-
-	if (ret < 0)
-		return ret;
-	tp_start(cv, attr, th, func_addr(cv, id), time);
-	if ((p = pg_rec_claim(&cv->rec, 20))) {
-		p = pg_rec_st64(p, dur_ns, be);
-		p = pg_rec_st32(p, id, be);
-		p = pg_rec_st32(p, (uint32_t)depth, be);
-		pg_rec_st32(p, flags, be);
-	}
-	cv->st->events++;
-	return tp_end(cv);
-}
-
-static int ev_arg(struct conv *cv, const struct thread *th, uint32_t id, uint32_t index,
-		  uint64_t value, uint64_t time)
-{
-	bool be = cv->rec.big_endian;
-	uint8_t *p;
-
-	tp_start(cv, ATTR_ARGS, th, func_addr(cv, id), time);
-	if ((p = pg_rec_claim(&cv->rec, 16))) {
-		p = pg_rec_st64(p, value, be);
-		p = pg_rec_st32(p, id, be);
-		pg_rec_st32(p, index, be);
-	}
-	cv->st->events++;
-	return tp_end(cv);
-}
-
-static int ev_payload(struct conv *cv, const struct thread *th, const struct pg_xr_record *r,
-		      uint64_t time)
-{
-	bool typed = r->kind == PG_XR_TYPED;
-	uint32_t n = r->payload_size > MAX_PAYLOAD ? MAX_PAYLOAD : r->payload_size;
-	uint64_t ip = th->depth ? func_addr(cv, th->stack[th->depth - 1].id) : 0;
-
-	tp_start(cv, typed ? ATTR_TYPED : ATTR_CUSTOM, th, ip, time);
-	r32(cv, r->payload_size);
-	if (typed)
-		r32(cv, r->event_type);
-	r32(cv, 0);
-	cv->st->events++;
-	tp_dyn(cv, typed ? 16 : 12, r->payload, n, false);
-	return tp_end(cv);
-}
+/* ----------------------------------------------------- xray-time samples */
 
 /* A sample standing for `points` grid points of th's current stack. */
 static int emit_sample(struct conv *cv, struct thread *th, uint64_t time, uint64_t points)
@@ -708,8 +408,8 @@ static int close_frames(struct conv *cv, struct thread *th, size_t keep, uint64_
 		const struct frame *f = &th->stack[th->depth - 1];
 
 		if (cv->events)
-			ret = ev_exit(cv, th, ATTR_EXIT, f->id, dur_ns(tsc, f->tsc, freq),
-				      th->depth - 1, flags, time);
+			ret = pg_xray_ev_exit(cv, th, ATTR_EXIT, f->id, dur_ns(tsc, f->tsc, freq),
+					      th->depth - 1, flags, time);
 		th->depth--;
 		if (ret < 0)
 			return ret;
@@ -779,23 +479,24 @@ static int handle(struct conv *cv, uint32_t ti, const struct pg_xr_record *r, ui
 	switch (r->kind) {
 	case PG_XR_ENTER:
 	case PG_XR_ENTER_ARG:
-		if (cv->events && (ret = ev_entry(cv, th, r, time)) < 0)
+		if (cv->events && (ret = pg_xray_ev_entry(cv, th, r, time)) < 0)
 			return ret;
 		for (uint32_t i = 0; cv->events && i < r->nargs; i++)
-			if ((ret = ev_arg(cv, th, r->func_id, i, r->args[i], time)) < 0)
+			if ((ret = pg_xray_ev_arg(cv, th, r->func_id, i, r->args[i], time)) < 0)
 				return ret;
 		if ((ret = push(cv, th, r)) < 0)
 			return ret;
 		break;
 	case PG_XR_EXIT:
-	case PG_XR_TAIL_EXIT:
+	case PG_XR_TAIL_EXIT: {
+		int attr = r->kind == PG_XR_TAIL_EXIT ? ATTR_TAIL : ATTR_EXIT;
+
 		if (k == 0) {
 			/* the trace began inside this call */
 			cv->st->exits_without_entry++;
 			if (cv->events)
-				ret = ev_exit(cv, th, r->kind == PG_XR_TAIL_EXIT ? ATTR_TAIL : ATTR_EXIT,
-					      r->func_id, 0, th->depth,
-					      PG_XRAY_EXIT_NO_ENTRY, time);
+				ret = pg_xray_ev_exit(cv, th, attr, r->func_id, 0, th->depth,
+						      PG_XRAY_EXIT_NO_ENTRY, time);
 			if (ret < 0)
 				return ret;
 			break;
@@ -804,16 +505,16 @@ static int handle(struct conv *cv, uint32_t ti, const struct pg_xr_record *r, ui
 		if ((ret = close_frames(cv, th, k, r->tsc, freq, PG_XRAY_EXIT_INFERRED, time)) < 0)
 			return ret;
 		if (cv->events)
-			ret = ev_exit(cv, th, r->kind == PG_XR_TAIL_EXIT ? ATTR_TAIL : ATTR_EXIT,
-				      r->func_id, dur_ns(r->tsc, th->stack[k - 1].tsc, freq),
-				      k - 1, 0, time);
+			ret = pg_xray_ev_exit(cv, th, attr, r->func_id,
+					      dur_ns(r->tsc, th->stack[k - 1].tsc, freq), k - 1, 0, time);
 		th->depth = k - 1;
 		if (ret < 0)
 			return ret;
 		break;
+	}
 	case PG_XR_CUSTOM:
 	case PG_XR_TYPED:
-		if (cv->events && (ret = ev_payload(cv, th, r, time)) < 0)
+		if (cv->events && (ret = pg_xray_ev_payload(cv, th, r, time)) < 0)
 			return ret;
 		break;
 	case PG_XR_THREAD_END:
@@ -868,18 +569,18 @@ static int write_header(struct conv *cv)
 			flags |= PG_ATTR_MMAP | PG_ATTR_COMM | PG_ATTR_MMAP2;
 		attrs[i] = (struct pg_synth_attr){
 			.type = i == ATTR_TIME ? PG_PERF_TYPE_SOFTWARE : PG_PERF_TYPE_TRACEPOINT,
-			.config = i == ATTR_TIME ? PG_PERF_COUNT_SW_CPU_CLOCK : tp_ids[i],
+			.config = i == ATTR_TIME ? PG_PERF_COUNT_SW_CPU_CLOCK : pg_xray_tp_ids[i],
 			.period = i == ATTR_TIME ? cv->period : 1,
 			.sample_type = i == ATTR_TIME ? ST_TIME : ST_TP,
 			.flags = flags, .name = attr_names[i], .ids = &ids[i], .nr_ids = 1,
 		};
 	}
-	if ((ret = pg_synth_attrs(&cv->syn, attrs, n)) < 0)
+	if ((ret = pg_pdw_add_attrs(cv->w, attrs, n)) < 0)
 		return ret;
 	for (size_t i = 0; !ret && i < sizeof(strs) / sizeof(strs[0]); i++)
-		ret = pg_synth_str_feature(&cv->syn, strs[i].bit, strs[i].s);
+		ret = pg_pdw_add_str_feature(cv->w, strs[i].bit, strs[i].s);
 	if (!ret)	/* the names */
-		ret = pg_synth_event_desc(&cv->syn, attrs, n);
+		ret = pg_pdw_add_event_desc(cv->w, attrs, n);
 	if (!ret && cv->events) {	/* last: pipe mode sends it after the features */
 		pg_xray_tracing_data(&b);
 		ret = b.oom ? pg_err(cv->diag, -ENOMEM, "out of memory")
@@ -981,7 +682,7 @@ static int run(struct conv *cv)
 		cv->trace->truncated_bytes += s.truncated_bytes;
 		cv->trace->orphan_args += s.orphan_args;
 	}
-	return pg_synth_round(&cv->syn);
+	return pg_pdw_round(&cv->rounds);
 }
 
 /* pg_xray_convert() on the library's own copies of the options and the
@@ -1030,8 +731,7 @@ static int convert(const struct pg_xray_opts *o, struct pg_diag *diag,
 	}
 	if ((ret = pg_pdw_open(o->output, &wo, diag, &cv.w)) < 0)
 		goto out;
-	cv.syn = (struct pg_synth){ .w = cv.w, .diag = diag, .big_endian = wo.big_endian,
-				    .round_every = ROUND_EVENTS };
+	cv.rounds = (struct pg_pdw_rounds){ .w = cv.w, .every = ROUND_EVENTS };
 	ret = run(&cv);
 	if (ret < 0) {
 		pg_pdw_abort(cv.w);

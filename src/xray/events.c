@@ -1,11 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-/* The tracing data (trace-cmd "tracing" blob, version 0.6) that carries the
- * xray:* event formats in perf.data, so that perf script, perf report -s
- * trace_fields and libtraceevent decode the events by field name.  The
- * function's address is the sample's IP (perf script -F +ip,+sym), not a
- * field of the per-call events: with tens of millions of them every byte
- * counts. */
+/* The xray:* events in perf.data: their formats and their records, side
+ * by side so that each event's fields and the bytes written for them
+ * change together.
+ *
+ * The formats travel in the tracing data (trace-cmd "tracing" blob,
+ * version 0.6), so that perf script, perf report -s trace_fields and
+ * libtraceevent decode the events by field name.  The function's address
+ * is the sample's IP (perf script -F +ip,+sym), not a field of the
+ * per-call events: with tens of millions of them every byte counts.
+ *
+ * The records are tracepoint samples composed in the conversion's record
+ * buffer (xray/convert.h), called by convert.c as it rebuilds the stacks. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "xray/events.h"
@@ -112,4 +120,191 @@ void pg_xray_tracing_data(struct pg_buf *b)
 	pg_buf_u32(b, 0);		/* kallsyms */
 	pg_buf_u32(b, 0);		/* printk formats */
 	pg_buf_u64(b, 0);		/* saved cmdlines */
+}
+
+/* ---------------------------------------------------------------- records */
+
+/* Each event's tracepoint id (attr.config and common_type), by attr. */
+const uint32_t pg_xray_tp_ids[NATTRS] = {
+	0, PG_XRAY_EV_ENTRY, PG_XRAY_EV_EXIT, PG_XRAY_EV_TAIL_EXIT, PG_XRAY_EV_CALL_ARGS,
+	PG_XRAY_EV_CUSTOM, PG_XRAY_EV_TYPED, PG_XRAY_EV_FUNCTION,
+};
+
+/* cv->rec's appenders, short for the field lists below */
+static inline void r64(struct conv *cv, uint64_t v) { pg_rec_u64(&cv->rec, v); }
+static inline void r32(struct conv *cv, uint32_t v) { pg_rec_u32(&cv->rec, v); }
+
+static const char *func_name(struct conv *cv, uint32_t id, char *buf, size_t n)
+{
+	const struct pg_xray_func *f = cv->map ? pg_xray_map_func(cv->map, id) : NULL;
+
+	if (f)
+		return f->name;
+	snprintf(buf, n, "#%u", id);
+	return buf;
+}
+
+/* A tracepoint sample: its fields, then RAW (common fields first). */
+static void tp_start(struct conv *cv, int attr, const struct thread *th, uint64_t ip,
+		     uint64_t time)
+{
+	struct pg_synth_sample smp = sample_of(th, time, (uint64_t)attr + 1);
+
+	smp.ip = ip;
+	pg_synth_sample_start(&cv->rec, ST_TP, PG_PERF_RECORD_MISC_USER, &smp);
+	cv->raw_at = pg_synth_tp_start(&cv->rec, (uint16_t)pg_xray_tp_ids[attr], th->tid);
+}
+
+/* A dynamic field, its __data_loc word at raw offset loc_at. */
+static void tp_dyn(struct conv *cv, size_t loc_at, const void *p, size_t n, bool nul)
+{
+	pg_synth_tp_dyn(&cv->rec, cv->raw_at, loc_at, p, n, nul);
+}
+
+static int tp_end(struct conv *cv)
+{
+	pg_synth_raw_end(&cv->rec, cv->raw_at);
+	return rec_end(cv);
+}
+
+/* 1 if id was seen before; 0 when it is marked now; <0 out of memory */
+static int seen_test_set(struct seen *s, uint32_t id)
+{
+	if (id < SEEN_BITS) {
+		uint64_t m = 1ull << (id & 63);
+
+		if (!s->bits && !(s->bits = calloc(SEEN_BITS / 64, 8)))
+			return -ENOMEM;
+		if (s->bits[id >> 6] & m)
+			return 1;
+		s->bits[id >> 6] |= m;
+		return 0;
+	}
+	if (2 * (s->n + 1) > s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 64;
+		uint32_t *sl = calloc(cap, sizeof(*sl));
+
+		if (!sl)
+			return -ENOMEM;
+		for (size_t i = 0; i < s->cap; i++) {
+			size_t j = s->slots[i] * 2654435761u & (cap - 1);
+
+			if (!s->slots[i])
+				continue;
+			while (sl[j])
+				j = (j + 1) & (cap - 1);
+			sl[j] = s->slots[i];
+		}
+		free(s->slots);
+		s->slots = sl;
+		s->cap = cap;
+	}
+	for (size_t j = (id + 1u) * 2654435761u & (s->cap - 1);; j = (j + 1) & (s->cap - 1)) {
+		if (s->slots[j] == id + 1u)
+			return 1;
+		if (!s->slots[j]) {
+			s->slots[j] = id + 1u;
+			s->n++;
+			return 0;
+		}
+	}
+}
+
+/* xray:function, written once per function just before the first event
+ * that names it (same time, so perf's stable time order keeps it first):
+ * the events themselves carry only the ID, the name travels once. */
+static int ev_function(struct conv *cv, const struct thread *th, uint32_t id, uint64_t time)
+{
+	const struct pg_xray_func *f = cv->map ? pg_xray_map_func(cv->map, id) : NULL;
+	char nb[16];
+	const char *name = func_name(cv, id, nb, sizeof(nb));
+	const char *file = f && f->file ? f->file : "";
+	uint64_t addr = func_addr(cv, id);
+	int ret = seen_test_set(&cv->seen, id);
+
+	if (ret)
+		return ret < 0 ? pg_err(cv->diag, ret, "out of memory") : 0;
+	tp_start(cv, ATTR_FUNC, th, addr, time);
+	r64(cv, addr);
+	r32(cv, id);
+	r32(cv, f ? f->line : 0);
+	r32(cv, f ? f->column : 0);
+	r32(cv, 0);	/* name's __data_loc */
+	r32(cv, 0);	/* file's */
+	tp_dyn(cv, 28, name, strnlen(name, MAX_NAME), true);
+	tp_dyn(cv, 32, file, strnlen(file, MAX_NAME), true);
+	cv->st->events++;
+	cv->st->functions++;
+	return tp_end(cv);
+}
+
+int pg_xray_ev_entry(struct conv *cv, const struct thread *th, const struct pg_xr_record *r,
+		     uint64_t time)
+{
+	int ret = ev_function(cv, th, r->func_id, time);
+	bool be = cv->rec.big_endian;
+	uint8_t *p;
+
+	if (ret < 0)
+		return ret;
+	tp_start(cv, ATTR_ENTRY, th, func_addr(cv, r->func_id), time);
+	if ((p = pg_rec_claim(&cv->rec, 8))) {	/* one bounds check for the fields */
+		p = pg_rec_st32(p, r->func_id, be);
+		pg_rec_st32(p, (uint32_t)th->depth, be);
+	}
+	cv->st->events++;
+	return tp_end(cv);
+}
+
+int pg_xray_ev_exit(struct conv *cv, const struct thread *th, int attr, uint32_t id,
+		    uint64_t dur_ns, size_t depth, uint32_t flags, uint64_t time)
+{
+	int ret = ev_function(cv, th, id, time);
+	bool be = cv->rec.big_endian;
+	uint8_t *p;
+
+	if (ret < 0)
+		return ret;
+	tp_start(cv, attr, th, func_addr(cv, id), time);
+	if ((p = pg_rec_claim(&cv->rec, 20))) {
+		p = pg_rec_st64(p, dur_ns, be);
+		p = pg_rec_st32(p, id, be);
+		p = pg_rec_st32(p, (uint32_t)depth, be);
+		pg_rec_st32(p, flags, be);
+	}
+	cv->st->events++;
+	return tp_end(cv);
+}
+
+int pg_xray_ev_arg(struct conv *cv, const struct thread *th, uint32_t id, uint32_t index,
+		   uint64_t value, uint64_t time)
+{
+	bool be = cv->rec.big_endian;
+	uint8_t *p;
+
+	tp_start(cv, ATTR_ARGS, th, func_addr(cv, id), time);
+	if ((p = pg_rec_claim(&cv->rec, 16))) {
+		p = pg_rec_st64(p, value, be);
+		p = pg_rec_st32(p, id, be);
+		pg_rec_st32(p, index, be);
+	}
+	cv->st->events++;
+	return tp_end(cv);
+}
+
+int pg_xray_ev_payload(struct conv *cv, const struct thread *th, const struct pg_xr_record *r,
+		       uint64_t time)
+{
+	bool typed = r->kind == PG_XR_TYPED;
+	uint32_t n = r->payload_size > MAX_PAYLOAD ? MAX_PAYLOAD : r->payload_size;
+	uint64_t ip = th->depth ? func_addr(cv, th->stack[th->depth - 1].id) : 0;
+
+	tp_start(cv, typed ? ATTR_TYPED : ATTR_CUSTOM, th, ip, time);
+	r32(cv, r->payload_size);
+	if (typed)
+		r32(cv, r->event_type);
+	r32(cv, 0);
+	cv->st->events++;
+	tp_dyn(cv, typed ? 16 : 12, r->payload, n, false);
+	return tp_end(cv);
 }

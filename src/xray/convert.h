@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/* The state of an XRay conversion (pg_xray_convert), shared by its two
+ * files: convert.c (the traces merged in time order, threads, call
+ * stacks, the xray-time sampling grid, the side-band records and the
+ * header) and events.c (the xray:* events, their formats and records).
+ * Internal. */
+#ifndef PG_XRAY_CONVERT_H
+#define PG_XRAY_CONVERT_H
+
+#include <errno.h>
+#include <sys/stat.h>
+
+#include <perfgraft/perfdata.h>
+#include <perfgraft/xray.h>
+#include "perfdata/synth.h"
+#include "perfdata/writer.h"
+#include "util/util.h"
+
+/* Records are composed in cv->rec by the synthesizer (perfdata/synth.h)
+ * and written in rounds by the writer (perfdata/writer.h); every record
+ * is under 64 KiB (MAX_CHAIN, MAX_PAYLOAD, MAX_NAME) and the buffer is
+ * twice that. */
+#define MAX_CHAIN 1024
+#define MAX_PAYLOAD 65000	/* a perf record is at most 64 KiB */
+#define MAX_NAME 4000		/* longer names are cut: a record must fit 64 KiB */
+#define RECBUF (1u << 17)
+
+/* The attrs of the output, in order; attr i's id is i + 1. */
+enum { ATTR_TIME, ATTR_ENTRY, ATTR_EXIT, ATTR_TAIL, ATTR_ARGS, ATTR_CUSTOM, ATTR_TYPED,
+       ATTR_FUNC, NATTRS };
+
+/* xray-time samples; the events: no PERIOD, a tracepoint's period is the
+ * attr's sample_period, 1.  Every attr's sample_id trailer: ST_ID. */
+#define ST_TIME (PG_SAMPLE_IDENTIFIER | PG_SAMPLE_IP | PG_SAMPLE_TID | PG_SAMPLE_TIME | \
+		 PG_SAMPLE_CPU | PG_SAMPLE_PERIOD | PG_SAMPLE_CALLCHAIN)
+#define ST_TP (PG_SAMPLE_IDENTIFIER | PG_SAMPLE_IP | PG_SAMPLE_TID | PG_SAMPLE_TIME | \
+	       PG_SAMPLE_CPU | PG_SAMPLE_RAW)
+#define ST_ID (PG_SAMPLE_TID | PG_SAMPLE_TIME | PG_SAMPLE_CPU | PG_SAMPLE_IDENTIFIER)
+
+/* IDs whose xray:function event was written: a bitmap for the small ones
+ * (every real binary), a hash set beyond, so a hostile 32-bit ID costs a
+ * slot, not a 512 MB bitmap. */
+#define SEEN_BITS (1u << 20)
+struct seen {
+	uint64_t *bits;
+	uint32_t *slots;	/* ID + 1, 0 = empty */
+	size_t n, cap;
+};
+
+struct frame {
+	uint32_t id;
+	uint64_t tsc;
+};
+
+struct thread {
+	uint32_t trace, pid, tid;
+	uint16_t cpu;
+	struct frame *stack;
+	size_t depth, cap;
+	/* The run (the stack unchanged since the record at run_off): grid
+	 * points from `cover` on are not in a sample yet; the next sample is
+	 * due at next_sample (UINT64_MAX while the stack is empty) and takes
+	 * every point from cover to it; run_n samples were written. */
+	uint64_t next_sample;
+	uint64_t cover;
+	uint64_t run_n;
+	uint64_t run_off;
+	size_t hpos;		/* position in the sample heap */
+};
+
+struct trace_in {
+	pg_xray *t;
+	const char *path;
+	uint64_t freq;
+	struct pg_xr_record la;
+	uint64_t la_ns;
+	bool have;
+};
+
+/* One conversion: its options and counts, the inputs, the threads and
+ * their sample heap, and the output. */
+struct conv {
+	const struct pg_xray_opts *o;
+	struct pg_diag *diag;
+	struct pg_xray_convert_stats *st;
+	struct pg_xray_stats *trace;	/* summed over the traces */
+	pg_pdw *w;
+	pg_xray_map *map;
+	const struct pg_xray_binary *bin;
+	uint64_t base;		/* load address added to link-time addresses */
+	uint64_t period;	/* ns */
+	uint64_t max_gap;	/* ns */
+	uint64_t thin_after;	/* samples of a run on the full grid; UINT64_MAX: all */
+	uint64_t last_in;	/* time of the previous record, ns */
+	bool have_last_in;
+	bool events, samples;
+	char comm[16];
+	struct stat bin_st;
+
+	struct trace_in *in;
+	size_t nin;
+
+	struct thread *threads;
+	size_t nthreads, tcap;
+	uint32_t *slots;	/* hash of threads: index + 1 */
+	size_t nslots;
+	uint32_t *heap;		/* threads by next_sample */
+	size_t nheap, hcap;
+
+	uint32_t *pids;		/* processes given an MMAP2 */
+	size_t npids, pcap;
+
+	struct pg_pdw_rounds rounds;	/* w, with convert.c's ROUND_EVENTS */
+	struct pg_rec rec;	/* one record (RECBUF bytes) */
+	size_t raw_at;		/* RAW of the tracepoint sample in rec */
+	uint64_t last_out;	/* output time never goes back */
+	struct seen seen;
+	bool warned_depth, warned_freq, warned_thin;
+};
+
+/* Ends the record in cv->rec and writes it. */
+static inline int rec_end(struct conv *cv)
+{
+	if (pg_rec_end(&cv->rec) < 0)
+		return pg_err(cv->diag, -EINVAL, "internal: record of %zu bytes", cv->rec.len);
+	return pg_pdw_write_rec(&cv->rounds, &cv->rec);
+}
+
+static inline struct pg_synth_sample sample_of(const struct thread *th, uint64_t time, uint64_t id)
+{
+	return (struct pg_synth_sample){ .id = id, .pid = th->pid, .tid = th->tid,
+					 .time = time, .cpu = th->cpu };
+}
+
+static inline uint64_t func_addr(struct conv *cv, uint32_t id)
+{
+	const struct pg_xray_func *f = cv->map ? pg_xray_map_func(cv->map, id) : NULL;
+
+	if (f)
+		return cv->base + f->addr;
+	/* no binary, or an ID it does not know: a stable made-up address */
+	return 0x10000000ull + (uint64_t)id * 16;
+}
+
+#endif
