@@ -673,6 +673,30 @@ class XrayBoundTest(unittest.TestCase):
             text = err.read().decode("utf-8", "replace")
         return total, (None if total > limit else rc), text
 
+    def test_large_ids_named_once(self):
+        """Function IDs past the seen-bitmap (2^20) up to 2^32-1: each ID's
+        xray:function is written once, before its first entry."""
+        self.need_binary()
+        self.need_perf()
+        ids = [5, (1 << 20) + 7, (1 << 31) - 1, (1 << 32) - 1, 3 << 25, (1 << 20) + 8]
+        t = gen.BasicTrace(3, "<", seed=9)
+        th = t.thread(21, 20)
+        tsc = 1000
+        for rep in range(3):
+            for fid in ids:
+                th.enter(fid, tsc).exit(fid, tsc + 5)
+                tsc += 10
+        trace = self.write(t.build("large-ids"))
+        out = os.path.join(self.tmp, "large-ids.data")
+        self.convert(trace, out)
+        p = subprocess.run(["perf", "--buildid-dir", self.buildid, "script", "-i", out,
+                            "-F", "event,trace"],
+                           capture_output=True, text=True, errors="replace", timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+        named = collections.Counter(int(m.group(1)) for m in
+                                    re.finditer(r"xray:function:\s+id=(\d+)", p.stdout))
+        self.assertEqual(named, collections.Counter(ids), p.stdout[-3000:])
+
     def convert(self, trace, out, *args):
         p = run([PERFGRAFT, "xray", trace, "-o", out] + list(args))
         self.assertEqual(p.returncode, 0, describe(p))

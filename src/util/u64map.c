@@ -57,8 +57,12 @@ static size_t find(const struct pg_u64map *m, uint64_t key, bool for_put, bool *
 /* Rehashes into a table at most a quarter full, dropping tombstones. */
 static bool rehash(struct pg_u64map *m)
 {
-	struct pg_u64map nm = *m;
+	struct pg_u64map nm;
 	size_t n = 64;
+
+	if (!m->stride)		/* zeroed, never initialised: values of vsize 0 */
+		*m = (struct pg_u64map)PG_U64MAP_INIT(m->vsize);
+	nm = *m;
 
 	while (n < 4 * (m->n + 1))
 		n *= 2;

@@ -690,7 +690,8 @@ static int run(struct conv *cv)
 static int convert(const struct pg_xray_opts *o, struct pg_diag *diag,
 		   struct pg_xray_convert_stats *st, struct pg_xray_stats *trace)
 {
-	struct conv cv = { .o = o, .diag = diag, .st = st, .trace = trace };
+	struct conv cv = { .o = o, .diag = diag, .st = st, .trace = trace,
+			   .seen.big = PG_U64MAP_INIT(0) };
 	struct pg_pdw_opts wo = { .sz = sizeof(wo), .pipe = o->pipe,
 				  .compress_level = o->compress_level };
 	uint64_t freq = o->frequency ? o->frequency : PG_XRAY_DEFAULT_FREQUENCY;
@@ -751,7 +752,7 @@ out:
 	free(cv.pids);
 	free(cv.rec.p);
 	free(cv.seen.bits);
-	free(cv.seen.slots);
+	pg_u64map_free(&cv.seen.big);
 	pg_xray_map_close(cv.map);
 	return ret;
 }

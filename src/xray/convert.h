@@ -43,8 +43,7 @@ enum { ATTR_TIME, ATTR_ENTRY, ATTR_EXIT, ATTR_TAIL, ATTR_ARGS, ATTR_CUSTOM, ATTR
 #define SEEN_BITS (1u << 20)
 struct seen {
 	uint64_t *bits;
-	uint32_t *slots;	/* ID + 1, 0 = empty */
-	size_t n, cap;
+	struct pg_u64map big;	/* the IDs beyond, no value */
 };
 
 struct frame {

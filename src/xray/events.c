@@ -180,33 +180,12 @@ static int seen_test_set(struct seen *s, uint32_t id)
 		s->bits[id >> 6] |= m;
 		return 0;
 	}
-	if (2 * (s->n + 1) > s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 64;
-		uint32_t *sl = calloc(cap, sizeof(*sl));
+	{
+		bool added;
 
-		if (!sl)
+		if (!pg_u64map_put(&s->big, id, &added))
 			return -ENOMEM;
-		for (size_t i = 0; i < s->cap; i++) {
-			size_t j = s->slots[i] * 2654435761u & (cap - 1);
-
-			if (!s->slots[i])
-				continue;
-			while (sl[j])
-				j = (j + 1) & (cap - 1);
-			sl[j] = s->slots[i];
-		}
-		free(s->slots);
-		s->slots = sl;
-		s->cap = cap;
-	}
-	for (size_t j = (id + 1u) * 2654435761u & (s->cap - 1);; j = (j + 1) & (s->cap - 1)) {
-		if (s->slots[j] == id + 1u)
-			return 1;
-		if (!s->slots[j]) {
-			s->slots[j] = id + 1u;
-			s->n++;
-			return 0;
-		}
+		return !added;
 	}
 }
 
