@@ -15,22 +15,12 @@
 #include <nettle/sha1.h>
 #include <zlib.h>
 
-#include <perfgraft/elfimage.h>
-#include "elfimage/dwarf.h"
-#include "util/util.h"
+#include "elfimage/builder.h"
 
 #define DEFAULT_PACK_LIMIT (256ull << 20)
-#define FUNC_ALIGN 16
-#define TEXT_ALIGN 64
-#define BUILD_ID_SIZE 20
-/* DWARF32 and ELF32 string offsets: an image's tables stay below this */
-#define TABLE_LIMIT (1ull << 30)
 #define NAME_LIMIT (1u << 20)
 /* bump when the bytes written for the same input change */
 #define IMAGE_FORMAT 2
-
-enum { SEC_NOTE = 1, SEC_TEXT, SEC_EH_FRAME, SEC_EH_FRAME_HDR, SEC_ABBREV,
-       SEC_INFO, SEC_LINE, SEC_ARANGES, SEC_SYMTAB, SEC_STRTAB, SEC_SHSTRTAB, SEC_COUNT };
 
 static const char *const sec_names[SEC_COUNT] = {
 	[SEC_NOTE] = ".note.gnu.build-id", [SEC_TEXT] = ".text",
@@ -40,129 +30,7 @@ static const char *const sec_names[SEC_COUNT] = {
 	[SEC_STRTAB] = ".strtab", [SEC_SHSTRTAB] = ".shstrtab",
 };
 
-struct func {
-	const char *name;
-	const uint8_t *code;
-	uint64_t size;
-	const struct pg_code_cfi *cfi;	/* memory layout: tables after the code */
-	uint64_t off;		/* == vaddr */
-	uint32_t strx;		/* name offset in .strtab */
-};
-
-/* code index -> a slot number (an index into maps or places): the
- * latest LOAD of that index, for MOVE and UNLOAD in O(1) (a pg_u64map) */
-struct idslot {
-	uint32_t at;
-	bool place;		/* at is in places (memory layout), else in maps */
-};
-
-/* A LOAD kept until pg_elfset_finish() (memory layout); its arrays are
- * copies, its strings and bytes the source's. */
-struct mrec {
-	const char *name;
-	const uint8_t *code;
-	uint64_t size, id, addr;
-	struct pg_code_line *lines;
-	size_t nlines;
-	struct pg_code_inline *inl;
-	size_t ninl;
-	struct pg_code_cfi cfi;
-	bool has_cfi;
-	uint64_t meta;		/* what each copy writes besides its code (rec_meta) */
-};
-
-/* Code the process had at [addr, addr + len) from time on (a LOAD or a
- * MOVE's new place), in event order. */
-struct mplace {
-	uint64_t time, addr, len;
-	uint32_t pid, tid;
-	uint32_t rec;		/* its mrec */
-	uint64_t dead;		/* moved away or unloaded at this time */
-	uint32_t killed;	/* the first later place over it, or NONE */
-	uint32_t region, gen;
-	bool move;
-	/* a MOVE without carrying (no DWARF call graphs): no copy, its map
-	 * points at the bytes of place src, as perf inject maps its moved
-	 * function's file, so perf sees the one symbol it had */
-	bool remap;
-	uint32_t src;
-	uint32_t img;		/* placed: its image (pub index), at pgoff */
-	uint64_t pgoff;
-	/* noted on a stack (pg_elfset_note_frames) from ref_lo to ref_hi;
-	 * ref_lo > ref_hi: never */
-	uint64_t ref_lo, ref_hi;
-};
-
-#define NONE UINT32_MAX
-
-/* An image being assembled. */
-struct img {
-	size_t pub;		/* index in set->images */
-	bool memory;		/* memory layout: code written by write_code() */
-	uint64_t load_off;	/* memory layout: the PT_LOAD's start */
-	struct pg_buf meh, mhdr;	/* memory layout: the merged tables */
-	uint64_t meh_off;	/* their file offset */
-	size_t nfde;
-	uint64_t text_off, text_end;
-	struct func *funcs;
-	size_t nfuncs, cap;
-	struct sha1_ctx sha;
-	bool has_inl;		/* the digest says it has inlined subroutines */
-	struct pg_dwarf dw;
-	struct pg_buf strtab;
-	const struct pg_code_cfi *unw;	/* real CFI, single-function images */
-};
-
-struct pg_elfset {
-	struct pg_code_process hdr;
-	char *dump_name;	/* basename, for the compile unit's name */
-	char *dump_path;	/* as given, for the run's budget warning */
-	struct pg_elfset_budget *budget;	/* opts.budget */
-	char *dir;
-	char *prefix;
-	int dirfd;
-	bool per_function;
-	uint64_t pack_limit;
-	struct pg_diag *diag;
-	struct pg_elf_image *images;
-	size_t nimages, cap;
-	struct pg_strmap names;	/* file names used, against duplicates */
-	struct img *pack;	/* open packed image */
-	unsigned npacks;
-	uint64_t text_off;	/* where .text starts in every image */
-	bool cfi_compat;	/* opts.cfi_layout_perf_5_19 */
-	bool build_id_names;
-	struct pend *pend;	/* by image index, as images */
-	size_t pend_cap;
-	bool memory;		/* opts.memory_layout (and not per_function) */
-	bool carry_live;
-	bool zdebug;		/* DWARF sections zlib-compressed (not opts.plain_debug) */
-	bool planned;		/* memory layout: finished, no more adds */
-	struct mrec *recs;	/* memory layout: the LOADs placed at finish */
-	size_t nrecs, recs_cap;
-	struct mplace *places;	/* memory layout: code at an address from a time on */
-	size_t nplaces, places_cap;
-	struct pg_u64map ids;	/* code index -> latest map (own images) or place: idslot */
-	bool noting;		/* carry only code noted on a stack */
-	uint32_t *byaddr;	/* noting: places by address, their addresses, */
-	uint64_t *addrs;	/* and the highest end among each one and */
-	uint64_t *maxend;	/* those before it */
-	size_t nbyaddr;		/* places indexed (stale when < nplaces) */
-	uint64_t *spans;	/* [lo, hi) pairs: where any code is */
-	size_t nspans;
-	struct pg_elf_map *maps;
-	size_t nmaps, maps_cap;
-};
-
-/* What happened to an image's file, beside its public struct. */
-struct pend {
-	struct pg_outfile of;	/* the finished temporary, until commit */
-	bool pending;		/* of holds a temporary */
-	bool created;		/* committed: the final name is this set's file */
-	long reg;		/* created and registered for removal on a signal */
-};
-
-static uint64_t headers_end(const struct pg_elfset *set)
+uint64_t pg_emit_headers_end(const struct pg_elfset *set)
 {
 	GElf_Half ehsz = set->hdr.is_64bit ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr);
 	GElf_Half phsz = set->hdr.is_64bit ? sizeof(Elf64_Phdr) : sizeof(Elf32_Phdr);
@@ -256,12 +124,12 @@ int pg_elfset_new(const struct pg_code_process *hdr, const char *dump_name,
 	}
 	/* the temporaries of runs killed before they could remove them */
 	pg_sweep_dead_temps(set->dirfd);
-	set->text_off = pg_align(headers_end(set), TEXT_ALIGN);
+	set->text_off = pg_align(pg_emit_headers_end(set), TEXT_ALIGN);
 	*out = set;
 	return 0;
 }
 
-static void img_free(struct img *im)
+void pg_files_free_image(struct img *im)
 {
 	if (!im)
 		return;
@@ -274,7 +142,7 @@ static void img_free(struct img *im)
 }
 
 /* Registers a new public image under a unique file name. */
-static int new_image(pg_elfset *set, const char *want, struct img **out)
+int pg_files_new_image(pg_elfset *set, const char *want, struct img **out)
 {
 	struct pg_elf_image *pi;
 	struct img *im;
@@ -363,8 +231,8 @@ static void inline_warning(pg_elfset *set, const struct pg_code_event *ld,
 /* Adds a function at offset off (UINT64_MAX: after the last one, 16-byte
  * aligned); quiet: no warning about its inline chains (a copy of a
  * function already placed). */
-static int img_add(pg_elfset *set, struct img *im, const struct pg_code_event *ld,
-		   uint64_t off, bool quiet)
+int pg_emit_add_func(pg_elfset *set, struct img *im, const struct pg_code_event *ld,
+		     uint64_t off, bool quiet)
 {
 	struct pg_dwarf_inl_stats inl;
 	struct func *f;
@@ -407,8 +275,8 @@ static int img_add(pg_elfset *set, struct img *im, const struct pg_code_event *l
 
 /* An empty .eh_frame (its terminator) and an .eh_frame_hdr with no FDEs:
  * perf's libunwind then falls back to frame pointers for this code. */
-static void empty_eh(struct pg_buf *eh, struct pg_buf *hdr, uint64_t eh_off,
-		     uint64_t hdr_off)
+void pg_cfi_empty(struct pg_buf *eh, struct pg_buf *hdr, uint64_t eh_off,
+		  uint64_t hdr_off)
 {
 	pg_buf_u32(eh, 0);
 	pg_buf_u8(hdr, 1);		/* version */
@@ -477,30 +345,9 @@ static bool reuse(pg_elfset *set, struct pg_elf_image *pi)
 	return true;
 }
 
-/* Where every part of an image goes (file offsets, == vaddrs inside the
- * PT_LOAD), and the parts the writer makes itself rather than borrows. */
-struct layout {
-	uint64_t load_off, load_end;	/* the PT_LOAD */
-	uint64_t note_off;
-	uint64_t eh_off, eh_size, hdr_off, hdr_size;
-	const uint8_t *ehp, *hdrp;	/* the process's unwind tables, or eh/ehh */
-	/* the DWARF sections (SEC_ABBREV + i) as written: dw's buffers, or
-	 * their compressed form in z[i] (SHF_COMPRESSED) where that is
-	 * smaller, at dbg_off[i] */
-	const struct pg_buf *dbg[4];
-	struct pg_buf z[4];
-	uint64_t dbg_off[4];
-	uint64_t sym_off, str_off, shstr_off, sh_off;
-	size_t symsz;
-	uint32_t shname[SEC_COUNT];	/* offsets in shstr */
-	struct pg_buf eh, ehh;		/* empty unwind tables, when no CFI */
-	struct pg_buf shstr;
-	void *symbuf;			/* .symtab, filled in by emit_symtab */
-};
-
 #define NOTE_SIZE (12 + 4 + BUILD_ID_SIZE)
 
-static void layout_free(struct layout *lo)
+void pg_emit_layout_free(struct layout *lo)
 {
 	free(lo->symbuf);
 	pg_buf_free(&lo->eh);
@@ -550,8 +397,9 @@ static int zlib_section(const struct pg_code_process *h, const struct pg_buf *in
 }
 
 /* Finishes the DWARF tables (their sizes place everything after them) and
- * lays the image out; lo is to be freed with layout_free() either way. */
-static int plan_layout(pg_elfset *set, struct img *im, struct layout *lo)
+ * lays the image out; lo is to be freed with pg_emit_layout_free() either
+ * way. */
+int pg_emit_layout(pg_elfset *set, struct img *im, struct layout *lo)
 {
 	const struct pg_code_process *h = &set->hdr;
 
@@ -561,7 +409,7 @@ static int plan_layout(pg_elfset *set, struct img *im, struct layout *lo)
 	/* the PT_LOAD starts at 0, or at the code for perf 5.19..6.7, or
 	 * (memory layout) at the lowest function's 64-byte line */
 	lo->load_off = im->memory ? im->load_off : im->unw && set->cfi_compat ? im->text_off : 0;
-	lo->note_off = headers_end(set) - NOTE_SIZE;
+	lo->note_off = pg_emit_headers_end(set) - NOTE_SIZE;
 	if (im->memory) {
 		/* the merged tables, after the region's code */
 		lo->eh_off = im->meh_off;
@@ -585,7 +433,7 @@ static int plan_layout(pg_elfset *set, struct img *im, struct layout *lo)
 		lo->eh_size = 4;
 		lo->hdr_off = lo->eh_off + lo->eh_size;
 		lo->hdr_size = 12;
-		empty_eh(&lo->eh, &lo->ehh, lo->eh_off, lo->hdr_off);
+		pg_cfi_empty(&lo->eh, &lo->ehh, lo->eh_off, lo->hdr_off);
 		lo->ehp = lo->eh.p;
 		lo->hdrp = lo->ehh.p;
 	}
@@ -656,7 +504,7 @@ static int name_image(pg_elfset *set, struct img *im, const struct layout *lo)
 }
 
 /* The libelf emission below returns false on a libelf failure, which
- * emit_elf() reports. */
+ * pg_emit_elf() reports. */
 
 static bool emit_ehdr(const pg_elfset *set, const struct layout *lo, Elf *elf)
 {
@@ -759,7 +607,7 @@ static bool emit_sections(const struct img *im, const struct layout *lo,
 	    !add_data(scn, note + 12, NOTE_SIZE - 12, 12, ELF_T_BYTE))
 		return false;
 	/* memory layout: .text runs up to the tables and has no data here:
-	 * libelf would fill its holes with zeros, write_code() writes only
+	 * libelf would fill its holes with zeros, pg_emit_code() writes only
 	 * the code and leaves the holes sparse */
 	scn = add_scn(elf, SEC_TEXT, SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, im->text_off,
 		      im->text_off, (im->memory ? lo->eh_off : im->text_end) - im->text_off,
@@ -811,7 +659,7 @@ static bool emit_phdrs(const struct layout *lo, Elf *elf)
 }
 
 /* Writes the whole image to fd through libelf. */
-static int emit_elf(pg_elfset *set, struct img *im, const struct layout *lo, int fd)
+int pg_emit_elf(pg_elfset *set, struct img *im, const struct layout *lo, int fd)
 {
 	const struct pg_elf_image *pi = &set->images[im->pub];
 	static const uint32_t nhdr[3] = { 4, BUILD_ID_SIZE, NT_GNU_BUILD_ID };
@@ -841,7 +689,7 @@ static int emit_elf(pg_elfset *set, struct img *im, const struct layout *lo, int
 
 /* Memory layout: the code, and each function's tables where the process
  * had them after it, at their offsets; what lies between stays a hole. */
-static int write_code(pg_elfset *set, const struct img *im, int fd)
+int pg_emit_code(pg_elfset *set, const struct img *im, int fd)
 {
 	for (size_t i = 0; i < im->nfuncs; i++) {
 		const struct func *f = &im->funcs[i];
@@ -881,9 +729,9 @@ static int write_file(pg_elfset *set, struct img *im, const struct layout *lo)
 
 	if (ret)
 		return ret;
-	ret = emit_elf(set, im, lo, of.fd);
+	ret = pg_emit_elf(set, im, lo, of.fd);
 	if (!ret && im->memory)
-		ret = write_code(set, im, of.fd);
+		ret = pg_emit_code(set, im, of.fd);
 	if (ret) {
 		pg_outfile_abort(&of);
 		return ret;
@@ -906,11 +754,11 @@ static int write_file(pg_elfset *set, struct img *im, const struct layout *lo)
 
 /* Lays out, names and writes an image, or keeps the identical file that
  * already has its name. */
-static int write_image(pg_elfset *set, struct img *im)
+int pg_files_write_image(pg_elfset *set, struct img *im)
 {
 	struct pg_elf_image *pi = &set->images[im->pub];
 	struct layout lo;
-	int ret = plan_layout(set, im, &lo);
+	int ret = pg_emit_layout(set, im, &lo);
 
 	if (!ret)
 		ret = name_image(set, im, &lo);
@@ -920,23 +768,25 @@ static int write_image(pg_elfset *set, struct img *im)
 		pi->nfuncs = im->nfuncs;
 		pi->has_cfi = im->unw != NULL || im->nfde;
 	}
-	layout_free(&lo);
+	pg_emit_layout_free(&lo);
 	return ret;
 }
 
-static int close_pack(pg_elfset *set)
+int pg_files_close_pack(pg_elfset *set)
 {
 	int ret = 0;
 
 	if (set->pack) {
-		ret = write_image(set, set->pack);
-		img_free(set->pack);
+		ret = pg_files_write_image(set, set->pack);
+		pg_files_free_image(set->pack);
 		set->pack = NULL;
 	}
 	return ret;
 }
 
-static struct pg_elf_map *new_map(pg_elfset *set)
+/* A new map at the end of the set's list; NULL (reported) when out of
+ * memory. */
+struct pg_elf_map *pg_set_new_map(pg_elfset *set)
 {
 	if (!pg_grow((void **)&set->maps, &set->maps_cap, set->nmaps + 1, sizeof(*set->maps))) {
 		pg_err(set->diag, -ENOMEM, "out of memory");
@@ -970,19 +820,6 @@ static bool rd_uleb(const uint8_t *p, size_t end, size_t *at, uint64_t *v)
 	return false;
 }
 
-struct fde_ent {
-	uint64_t pc, fde;	/* addresses */
-};
-
-struct tables {
-	struct pg_buf *eh;
-	uint64_t eh_addr;	/* where eh->p[0] will be */
-	struct fde_ent *ents;
-	size_t n, cap;
-	bool be;
-	unsigned ptrsize;
-};
-
 /* The size of a pointer encoding this can rebase, or 0. */
 static unsigned enc_size(uint8_t enc, unsigned ptrsize)
 {
@@ -1005,8 +842,8 @@ static unsigned enc_size(uint8_t enc, unsigned ptrsize)
  * other than z, R, S and an omitted L, indirect or other pointer
  * encodings) or whose
  * FDEs describe code outside [lo, hi). */
-static bool merge_cfi(struct tables *t, const uint8_t *b, size_t n, uint64_t blob_addr,
-		      uint64_t lo, uint64_t hi, const char **why)
+bool pg_cfi_merge(struct cfi_tables *t, const uint8_t *b, size_t n, uint64_t blob_addr,
+		  uint64_t lo, uint64_t hi, const char **why)
 {
 	struct { size_t off; uint8_t enc; } cies[8];
 	size_t ncies = 0, at = 0, n0 = t->n, len0 = t->eh->len;
@@ -1142,7 +979,7 @@ fail:
 	return false;
 }
 
-static int cmp_fde(const void *a, const void *b)
+int pg_cfi_cmp_fde(const void *a, const void *b)
 {
 	const struct fde_ent *x = a, *y = b;
 
@@ -1196,7 +1033,7 @@ static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t ge
 	size_t nm = nown + ncarry;
 	uint32_t *mem = malloc(nm * sizeof(*mem));
 	uint64_t base, off0, lowest, tab_addr;
-	struct tables t = { 0 };
+	struct cfi_tables t = { 0 };
 	struct img *im = NULL;
 	struct pg_elf_map *m;
 	bool warned = false;
@@ -1209,14 +1046,14 @@ static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t ge
 	memcpy(mem + nown, carry, ncarry * sizeof(*mem));
 	qsort_r(mem, nm, sizeof(*mem), cmp_addr, pl);
 	snprintf(name, sizeof(name), "%s-r%u-g%u.so", set->prefix, ri, gen);
-	ret = new_image(set, name, &im);
+	ret = pg_files_new_image(set, name, &im);
 	if (ret)
 		goto out;
 	im->memory = true;
 	lowest = pl[mem[0]].addr;
 	/* the lowest function right after the headers, on its own 64-byte
 	 * phase; the PT_LOAD (and libdw's module) starts at that line */
-	off0 = pg_align(headers_end(set), 64) + (lowest & 63);
+	off0 = pg_align(pg_emit_headers_end(set), 64) + (lowest & 63);
 	base = lowest - off0;
 	im->text_off = im->text_end = off0;
 	im->load_off = off0 & ~(uint64_t)63;
@@ -1230,7 +1067,7 @@ static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t ge
 			.cfi = r->has_cfi ? &r->cfi : NULL,
 		};
 		/* a MOVE's copy or carried code: its warnings were given */
-		ret = img_add(set, im, &ev, p->addr - base, p->move || p->gen != gen);
+		ret = pg_emit_add_func(set, im, &ev, p->addr - base, p->move || p->gen != gen);
 		if (ret)
 			goto out;
 	}
@@ -1249,8 +1086,9 @@ static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t ge
 
 		if (!r->has_cfi)
 			continue;
-		if (!merge_cfi(&t, r->cfi.eh_frame, r->cfi.eh_frame_size,
-			       p->addr + pg_align(r->size, 8), p->addr, p->addr + r->size, &why) &&
+		if (!pg_cfi_merge(&t, r->cfi.eh_frame, r->cfi.eh_frame_size,
+				  p->addr + pg_align(r->size, 8), p->addr, p->addr + r->size,
+				  &why) &&
 		    !warned && p->gen == gen && !p->move) {
 			pg_warn(set->diag, "%s: function at 0x%llx (code index %llu): its unwind tables have %s; unwound by frame pointers",
 				set->dump_name, (unsigned long long)p->addr,
@@ -1278,7 +1116,7 @@ static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t ge
 		}
 
 		if (t.n)	/* ents is NULL without FDEs */
-			qsort(t.ents, t.n, sizeof(*t.ents), cmp_fde);
+			qsort(t.ents, t.n, sizeof(*t.ents), pg_cfi_cmp_fde);
 		pg_buf_u8(&im->mhdr, 1);
 		pg_buf_u8(&im->mhdr, 0x1b);	/* eh_frame_ptr: pcrel sdata4 */
 		pg_buf_u8(&im->mhdr, 0x03);	/* fde_count: udata4 */
@@ -1296,7 +1134,7 @@ static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t ge
 			pg_warn(set->diag, "%s: the unwind tables of image %s reach the next code region",
 				set->dump_name, name);
 	}
-	ret = write_image(set, im);
+	ret = pg_files_write_image(set, im);
 	if (ret)
 		goto out;
 	for (size_t i = 0; i < nown; i++) {
@@ -1311,7 +1149,7 @@ static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t ge
 		for (size_t i = 0; i < ncarry; i++) {
 			const struct mplace *p = &pl[carry[i]];
 
-			if (!(m = new_map(set))) {
+			if (!(m = pg_set_new_map(set))) {
 				ret = -ENOMEM;
 				goto out;
 			}
@@ -1324,7 +1162,7 @@ static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t ge
 						  .name = set->recs[p->rec].name };
 		}
 		if (t.n) {
-			if (!(m = new_map(set))) {
+			if (!(m = pg_set_new_map(set))) {
 				ret = -ENOMEM;
 				goto out;
 			}
@@ -1336,7 +1174,7 @@ static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t ge
 		for (size_t i = 0; i < nown; i++) {
 			const struct mplace *p = &pl[own[i]];
 
-			if (!(m = new_map(set))) {
+			if (!(m = pg_set_new_map(set))) {
 				ret = -ENOMEM;
 				goto out;
 			}
@@ -1351,13 +1189,13 @@ static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t ge
 	}
 out:
 	free(t.ents);
-	img_free(im);
+	pg_files_free_image(im);
 	free(mem);
 	return ret;
 }
 
 /* Limits past which the memory layout is given up for a dump and the
- * packed layout used instead (mem_fallback): a hostile or degenerate dump
+ * packed layout used instead (pg_plan_fallback): a hostile or degenerate dump
  * must not make the output explode.  A MOVE's copy (with carry_live)
  * writes its code, name, symbol and DWARF again (rec_meta): both are
  * bounded by twice what the LOADs write.  A region wider than SPAN_LIMIT would
@@ -1456,7 +1294,7 @@ static bool budget_take(pg_elfset *set, uint64_t spread)
 /* Regions, generations, what each generation carries, and the images.
  * Returns 0, 1 when the memory layout is given up for this dump (nothing
  * written yet), or a negative errno. */
-static int mem_plan(pg_elfset *set)
+int pg_plan_memory(pg_elfset *set)
 {
 	struct mplace *pl = set->places;
 	size_t n = set->nplaces, nreg = 0, ngens = 0, nb = 0;
@@ -1663,7 +1501,7 @@ static int mem_plan(pg_elfset *set)
 
 		if (!p->remap)
 			continue;
-		if (!(m = new_map(set))) {
+		if (!(m = pg_set_new_map(set))) {
 			ret = -ENOMEM;
 			break;
 		}
@@ -1739,7 +1577,7 @@ static int rec_meta(struct mrec *r)
 }
 
 /* Sets id -> (at, place), the latest wins; false on OOM. */
-static bool id_put(struct pg_u64map *m, uint64_t id, uint32_t at, bool place)
+bool pg_set_id_put(struct pg_u64map *m, uint64_t id, uint32_t at, bool place)
 {
 	struct idslot *sl = pg_u64map_put(m, id, NULL);
 
@@ -1753,7 +1591,7 @@ static bool id_put(struct pg_u64map *m, uint64_t id, uint32_t at, bool place)
 
 /* Keeps a LOAD for pg_elfset_finish(): its arrays are copied (the
  * source reuses them), its strings and code bytes stay the source's. */
-static int mem_keep(pg_elfset *set, const struct pg_code_event *ld)
+int pg_plan_keep(pg_elfset *set, const struct pg_code_event *ld)
 {
 	struct mrec *r;
 	struct mplace *p;
@@ -1820,7 +1658,7 @@ static int mem_keep(pg_elfset *set, const struct pg_code_event *ld)
 			      .len = ld->cfi ? pg_align(ld->size, 8) + ld->cfi->mapped_size : ld->size,
 			      .pid = ld->pid, .tid = ld->tid, .rec = (uint32_t)set->nrecs,
 			      .dead = UINT64_MAX, .killed = NONE, .ref_lo = UINT64_MAX };
-	if (!id_put(&set->ids, ld->id, (uint32_t)set->nplaces, true)) {
+	if (!pg_set_id_put(&set->ids, ld->id, (uint32_t)set->nplaces, true)) {
 		free(r->lines);
 		free(r->inl);
 		return pg_err(set->diag, -ENOMEM, "out of memory");
@@ -1832,7 +1670,7 @@ static int mem_keep(pg_elfset *set, const struct pg_code_event *ld)
 
 /* A MOVE or UNLOAD: the code of the latest LOAD of that index leaves its
  * place; a MOVE puts it at ev->addr. */
-static int add_move(pg_elfset *set, const struct pg_code_event *ev)
+int pg_plan_move(pg_elfset *set, const struct pg_code_event *ev)
 {
 	const struct idslot *sl = pg_u64map_get(&set->ids, ev->id);
 	struct pg_elf_map *m;
@@ -1870,7 +1708,7 @@ static int add_move(pg_elfset *set, const struct pg_code_event *ev)
 				      .move = true, .remap = !set->carry_live,
 				      .src = p->remap ? p->src : sl->at,
 				      .ref_lo = UINT64_MAX };
-		if (!id_put(&set->ids, ev->id, (uint32_t)set->nplaces, true))
+		if (!pg_set_id_put(&set->ids, ev->id, (uint32_t)set->nplaces, true))
 			return pg_err(set->diag, -ENOMEM, "out of memory");
 		set->nplaces++;
 		return 0;
@@ -1887,7 +1725,7 @@ static int add_move(pg_elfset *set, const struct pg_code_event *ev)
 				(unsigned long long)ev->addr);
 			return 1;
 		}
-		m = new_map(set);
+		m = pg_set_new_map(set);
 		if (!m)
 			return -ENOMEM;
 		*m = (struct pg_elf_map){ .kind = PG_ELF_MAP_MOVE, .time = ev->time, .pid = ev->pid,
@@ -1899,7 +1737,7 @@ static int add_move(pg_elfset *set, const struct pg_code_event *ev)
 }
 
 /* A LOAD into a packed image or an image of its own, at once. */
-static int add_placed(pg_elfset *set, const struct pg_code_event *ld,
+int pg_set_add_placed(pg_elfset *set, const struct pg_code_event *ld,
 		      struct pg_elf_place *out)
 {
 	const struct pg_code_cfi *u = ld->cfi;
@@ -1911,7 +1749,7 @@ static int add_placed(pg_elfset *set, const struct pg_code_event *ld,
 	if (u || set->per_function) {
 		snprintf(name, sizeof(name), "%s-%llu.so", set->prefix,
 			 (unsigned long long)ld->id);
-		ret = new_image(set, name, &im);
+		ret = pg_files_new_image(set, name, &im);
 		if (ret)
 			return ret;
 		if (u) {
@@ -1919,18 +1757,18 @@ static int add_placed(pg_elfset *set, const struct pg_code_event *ld,
 			if (set->cfi_compat)	/* page-aligned code, see elfimage.h */
 				im->text_off = im->text_end = pg_align(set->text_off, 0x1000);
 		}
-		ret = img_add(set, im, ld, UINT64_MAX, false);
+		ret = pg_emit_add_func(set, im, ld, UINT64_MAX, false);
 		if (ret) {
-			img_free(im);
+			pg_files_free_image(im);
 			return ret;
 		}
 		if (u)
 			sha1_update(&im->sha, u->eh_frame_hdr_size, u->eh_frame_hdr);
-		ret = write_image(set, im);
+		ret = pg_files_write_image(set, im);
 		out->image = (uint32_t)im->pub;
 		out->pgoff = im->funcs[0].off;
 		out->map_len = u ? pg_align(ld->size, 8) + u->mapped_size : ld->size;
-		img_free(im);
+		pg_files_free_image(im);
 		if (ret)
 			return ret;
 	} else {
@@ -1938,25 +1776,25 @@ static int add_placed(pg_elfset *set, const struct pg_code_event *ld,
 		    (set->pack->text_end + ld->size + FUNC_ALIGN > set->text_off + set->pack_limit ||
 		     set->pack->strtab.len > TABLE_LIMIT || set->pack->dw.dies.len > TABLE_LIMIT ||
 		     set->pack->dw.prog.len > TABLE_LIMIT || set->pack->dw.abstr.len > TABLE_LIMIT)) {
-			ret = close_pack(set);
+			ret = pg_files_close_pack(set);
 			if (ret)
 				return ret;
 		}
 		if (!set->pack) {
 			snprintf(name, sizeof(name), "%s-pack%u.so", set->prefix, set->npacks++);
-			ret = new_image(set, name, &set->pack);
+			ret = pg_files_new_image(set, name, &set->pack);
 			if (ret)
 				return ret;
 		}
-		ret = img_add(set, set->pack, ld, UINT64_MAX, false);
+		ret = pg_emit_add_func(set, set->pack, ld, UINT64_MAX, false);
 		if (ret)
 			return ret;
 		out->image = (uint32_t)set->pack->pub;
 		out->pgoff = set->pack->funcs[set->pack->nfuncs - 1].off;
 		out->map_len = ld->size;
 	}
-	m = new_map(set);
-	if (!m || !id_put(&set->ids, ld->id, (uint32_t)(set->nmaps - 1), false))
+	m = pg_set_new_map(set);
+	if (!m || !pg_set_id_put(&set->ids, ld->id, (uint32_t)(set->nmaps - 1), false))
 		return pg_err(set->diag, -ENOMEM, "out of memory");
 	*m = (struct pg_elf_map){ .kind = PG_ELF_MAP_LOAD, .time = ld->time, .pid = ld->pid,
 				  .tid = ld->tid, .id = ld->id, .start = ld->addr,
@@ -1975,7 +1813,7 @@ int pg_elfset_add(pg_elfset *set, const struct pg_code_event *ld,
 		return pg_err(set->diag, -EINVAL, "%s: code added after the images were written",
 			      set->dump_name);
 	if (ld->kind == PG_CODE_MOVE || ld->kind == PG_CODE_UNLOAD)
-		return add_move(set, ld);
+		return pg_plan_move(set, ld);
 	if (ld->kind != PG_CODE_LOAD || !ld->size)
 		return 1;
 	if (strlen(ld->name) > NAME_LIMIT) {
@@ -1990,17 +1828,17 @@ int pg_elfset_add(pg_elfset *set, const struct pg_code_event *ld,
 		return 1;
 	}
 	if (set->memory && !(ld->cfi && set->cfi_compat)) {
-		ret = mem_keep(set, ld);
+		ret = pg_plan_keep(set, ld);
 		if (ret == 0)
 			out->image = PG_ELF_LATER;
 		return ret;
 	}
-	return add_placed(set, ld, out);
+	return pg_set_add_placed(set, ld, out);
 }
 
-/* The memory layout given up for this dump (see mem_plan): every place
+/* The memory layout given up for this dump (see pg_plan_memory): every place
  * kept goes through the packed layout instead, in event order. */
-static int mem_fallback(pg_elfset *set)
+int pg_plan_fallback(pg_elfset *set)
 {
 	int ret = 0;
 
@@ -2021,13 +1859,13 @@ static int mem_fallback(pg_elfset *set)
 		if (p->move) {
 			ev.name = NULL;
 			ev.code = NULL;
-			ret = add_move(set, &ev);
+			ret = pg_plan_move(set, &ev);
 			ret = ret < 0 ? ret : 0;
 		} else {
-			ret = add_placed(set, &ev, &out);
+			ret = pg_set_add_placed(set, &ev, &out);
 		}
 	}
-	return ret ? ret : close_pack(set);
+	return ret ? ret : pg_files_close_pack(set);
 }
 
 #define NOTE_WALK 64
@@ -2141,13 +1979,13 @@ int pg_elfset_note_frames(pg_elfset *set, uint64_t time, const uint64_t *addrs, 
 
 int pg_elfset_finish(pg_elfset *set)
 {
-	int ret = close_pack(set);
+	int ret = pg_files_close_pack(set);
 
 	if (!ret && set->memory && !set->planned) {
 		set->planned = true;
-		ret = mem_plan(set);
+		ret = pg_plan_memory(set);
 		if (ret == 1)
-			ret = mem_fallback(set);
+			ret = pg_plan_fallback(set);
 	}
 	return ret;
 }
@@ -2227,7 +2065,7 @@ void pg_elfset_free(pg_elfset *set)
 			pg_outfile_abort(&set->pend[i].of);
 	pg_elfset_keep(set);
 	free(set->pend);
-	img_free(set->pack);
+	pg_files_free_image(set->pack);
 	for (size_t i = 0; i < set->nrecs; i++) {
 		free(set->recs[i].lines);
 		free(set->recs[i].inl);
