@@ -1,19 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-/* ELF images for JIT code.  The layout is described in elfimage.h; every
- * section offset is chosen here (ELF_F_LAYOUT) so that vaddr == offset for
- * everything in the single PT_LOAD, which starts at offset 0. */
+/* The set of images of one dump: its options and directory
+ * (pg_elfset_new), the events it takes (pg_elfset_add), finishing, the
+ * maps it gives inject, and the packed and per-function layouts, which
+ * place a LOAD at once (pg_set_add_placed).  The memory layout is planned
+ * in plan.c, images are written by emit.c and files.c (builder.h says how
+ * a LOAD travels). */
 #include <errno.h>
 #include <fcntl.h>
-#include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
-#include <gelf.h>
 #include <libelf.h>
 #include <nettle/sha1.h>
-#include <zlib.h>
 
 #include "elfimage/builder.h"
 
