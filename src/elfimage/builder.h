@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: MIT */
+/* The image builder's private interfaces (the public one is
+ * include/perfgraft/elfimage.h): the set and its images, the memory
+ * layout's records and places, an image's layout, and the functions one
+ * of its files calls in another, each named pg_<file>_...  The files, in
+ * the order a LOAD goes through them:
+ *   set.c    takes it (pg_elfset_add): the packed and per-function
+ *            layouts place it in an image at once, the memory layout
+ *            keeps it for plan.c;
+ *   plan.c   the memory layout: LOADs, MOVEs and noted frames kept, then
+ *            at pg_elfset_finish regions, generations, carrying and one
+ *            image per generation (or the packed layout instead);
+ *   emit.c   an image's functions, symbols and DWARF, its layout, and its
+ *            bytes through libelf;
+ *   cfi.c    the memory layout's merged .eh_frame and the order of its
+ *            .eh_frame_hdr;
+ *   files.c  the image's unique name, build-id, temporary, reuse of an
+ *            identical file, commit and discard;
+ * then set.c's maps (pg_elfset_maps) tell inject where each LOAD went. */
+#ifndef PG_ELFIMAGE_BUILDER_H
+#define PG_ELFIMAGE_BUILDER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <nettle/sha1.h>
+
+#include <perfgraft/elfimage.h>
+#include "elfimage/dwarf.h"
+#include "util/util.h"
+
+#define FUNC_ALIGN 16
+#define TEXT_ALIGN 64
+#define BUILD_ID_SIZE 20
+/* DWARF32 and ELF32 string offsets: an image's tables stay below this */
+#define TABLE_LIMIT (1ull << 30)
+
+enum { SEC_NOTE = 1, SEC_TEXT, SEC_EH_FRAME, SEC_EH_FRAME_HDR, SEC_ABBREV,
+       SEC_INFO, SEC_LINE, SEC_ARANGES, SEC_SYMTAB, SEC_STRTAB, SEC_SHSTRTAB, SEC_COUNT };
+
+struct func {
+	const char *name;
+	const uint8_t *code;
+	uint64_t size;
+	const struct pg_code_cfi *cfi;	/* memory layout: tables after the code */
+	uint64_t off;		/* == vaddr */
+	uint32_t strx;		/* name offset in .strtab */
+};
+
+/* code index -> a slot number (an index into maps or places): the
+ * latest LOAD of that index, for MOVE and UNLOAD in O(1) (a pg_u64map) */
+struct idslot {
+	uint32_t at;
+	bool place;		/* at is in places (memory layout), else in maps */
+};
+
+/* A LOAD kept until pg_elfset_finish() (memory layout); its arrays are
+ * copies, its strings and bytes the source's. */
+struct mrec {
+	const char *name;
+	const uint8_t *code;
+	uint64_t size, id, addr;
+	struct pg_code_line *lines;
+	size_t nlines;
+	struct pg_code_inline *inl;
+	size_t ninl;
+	struct pg_code_cfi cfi;
+	bool has_cfi;
+	uint64_t meta;		/* what each copy writes besides its code (rec_meta) */
+};
+
+/* Code the process had at [addr, addr + len) from time on (a LOAD or a
+ * MOVE's new place), in event order. */
+struct mplace {
+	uint64_t time, addr, len;
+	uint32_t pid, tid;
+	uint32_t rec;		/* its mrec */
+	uint64_t dead;		/* moved away or unloaded at this time */
+	uint32_t killed;	/* the first later place over it, or NONE */
+	uint32_t region, gen;
+	bool move;
+	/* a MOVE without carrying (no DWARF call graphs): no copy, its map
+	 * points at the bytes of place src, as perf inject maps its moved
+	 * function's file, so perf sees the one symbol it had */
+	bool remap;
+	uint32_t src;
+	uint32_t img;		/* placed: its image (pub index), at pgoff */
+	uint64_t pgoff;
+	/* noted on a stack (pg_elfset_note_frames) from ref_lo to ref_hi;
+	 * ref_lo > ref_hi: never */
+	uint64_t ref_lo, ref_hi;
+};
+
+#define NONE UINT32_MAX
+
+/* An image being assembled. */
+struct img {
+	size_t pub;		/* index in set->images */
+	bool memory;		/* memory layout: code written by pg_emit_code() */
+	uint64_t load_off;	/* memory layout: the PT_LOAD's start */
+	struct pg_buf meh, mhdr;	/* memory layout: the merged tables */
+	uint64_t meh_off;	/* their file offset */
+	size_t nfde;
+	uint64_t text_off, text_end;
+	struct func *funcs;
+	size_t nfuncs, cap;
+	struct sha1_ctx sha;
+	bool has_inl;		/* the digest says it has inlined subroutines */
+	struct pg_dwarf dw;
+	struct pg_buf strtab;
+	const struct pg_code_cfi *unw;	/* real CFI, single-function images */
+};
+
+struct pg_elfset {
+	struct pg_code_process hdr;
+	char *dump_name;	/* basename, for the compile unit's name */
+	char *dump_path;	/* as given, for the run's budget warning */
+	struct pg_elfset_budget *budget;	/* opts.budget */
+	char *dir;
+	char *prefix;
+	int dirfd;
+	bool per_function;
+	uint64_t pack_limit;
+	struct pg_diag *diag;
+	struct pg_elf_image *images;
+	size_t nimages, cap;
+	struct pg_strmap names;	/* file names used, against duplicates */
+	struct img *pack;	/* open packed image */
+	unsigned npacks;
+	uint64_t text_off;	/* where .text starts in every image */
+	bool cfi_compat;	/* opts.cfi_layout_perf_5_19 */
+	bool build_id_names;
+	struct pend *pend;	/* by image index, as images */
+	size_t pend_cap;
+	bool memory;		/* opts.memory_layout (and not per_function) */
+	bool carry_live;
+	bool zdebug;		/* DWARF sections zlib-compressed (not opts.plain_debug) */
+	bool planned;		/* memory layout: finished, no more adds */
+	struct mrec *recs;	/* memory layout: the LOADs placed at finish */
+	size_t nrecs, recs_cap;
+	struct mplace *places;	/* memory layout: code at an address from a time on */
+	size_t nplaces, places_cap;
+	struct pg_u64map ids;	/* code index -> latest map (own images) or place: idslot */
+	bool noting;		/* carry only code noted on a stack */
+	uint32_t *byaddr;	/* noting: places by address, their addresses, */
+	uint64_t *addrs;	/* and the highest end among each one and */
+	uint64_t *maxend;	/* those before it */
+	size_t nbyaddr;		/* places indexed (stale when < nplaces) */
+	uint64_t *spans;	/* [lo, hi) pairs: where any code is */
+	size_t nspans;
+	struct pg_elf_map *maps;
+	size_t nmaps, maps_cap;
+};
+
+/* What happened to an image's file, beside its public struct. */
+struct pend {
+	struct pg_outfile of;	/* the finished temporary, until commit */
+	bool pending;		/* of holds a temporary */
+	bool created;		/* committed: the final name is this set's file */
+	long reg;		/* created and registered for removal on a signal */
+};
+
+/* Where every part of an image goes (file offsets, == vaddrs inside the
+ * PT_LOAD), and the parts the writer makes itself rather than borrows. */
+struct layout {
+	uint64_t load_off, load_end;	/* the PT_LOAD */
+	uint64_t note_off;
+	uint64_t eh_off, eh_size, hdr_off, hdr_size;
+	const uint8_t *ehp, *hdrp;	/* the process's unwind tables, or eh/ehh */
+	/* the DWARF sections (SEC_ABBREV + i) as written: dw's buffers, or
+	 * their compressed form in z[i] (SHF_COMPRESSED) where that is
+	 * smaller, at dbg_off[i] */
+	const struct pg_buf *dbg[4];
+	struct pg_buf z[4];
+	uint64_t dbg_off[4];
+	uint64_t sym_off, str_off, shstr_off, sh_off;
+	size_t symsz;
+	uint32_t shname[SEC_COUNT];	/* offsets in shstr */
+	struct pg_buf eh, ehh;		/* empty unwind tables, when no CFI */
+	struct pg_buf shstr;
+	void *symbuf;			/* .symtab, filled in by emit_symtab */
+};
+
+/* an FDE for the .eh_frame_hdr: its code's address and its own */
+struct fde_ent {
+	uint64_t pc, fde;	/* addresses */
+};
+
+/* A merged .eh_frame being built (pg_cfi_merge) and its FDEs. */
+struct cfi_tables {
+	struct pg_buf *eh;
+	uint64_t eh_addr;	/* where eh->p[0] will be */
+	struct fde_ent *ents;
+	size_t n, cap;
+	bool be;
+	unsigned ptrsize;
+};
+
+/* set.c */
+struct pg_elf_map *pg_set_new_map(pg_elfset *set);
+bool pg_set_id_put(struct pg_u64map *m, uint64_t id, uint32_t at, bool place);
+int pg_set_add_placed(pg_elfset *set, const struct pg_code_event *ld,
+		      struct pg_elf_place *out);
+
+/* plan.c */
+int pg_plan_keep(pg_elfset *set, const struct pg_code_event *ld);
+int pg_plan_move(pg_elfset *set, const struct pg_code_event *ev);
+int pg_plan_memory(pg_elfset *set);
+int pg_plan_fallback(pg_elfset *set);
+
+/* emit.c */
+uint64_t pg_emit_headers_end(const struct pg_elfset *set);
+int pg_emit_add_func(pg_elfset *set, struct img *im, const struct pg_code_event *ld,
+		     uint64_t off, bool quiet);
+int pg_emit_layout(pg_elfset *set, struct img *im, struct layout *lo);
+void pg_emit_layout_free(struct layout *lo);
+int pg_emit_elf(pg_elfset *set, struct img *im, const struct layout *lo, int fd);
+int pg_emit_code(pg_elfset *set, const struct img *im, int fd);
+
+/* cfi.c */
+void pg_cfi_empty(struct pg_buf *eh, struct pg_buf *hdr, uint64_t eh_off, uint64_t hdr_off);
+bool pg_cfi_merge(struct cfi_tables *t, const uint8_t *b, size_t n, uint64_t blob_addr,
+		  uint64_t lo, uint64_t hi, const char **why);
+int pg_cfi_cmp_fde(const void *a, const void *b);
+
+/* files.c */
+int pg_files_new_image(pg_elfset *set, const char *want, struct img **out);
+void pg_files_free_image(struct img *im);
+int pg_files_write_image(pg_elfset *set, struct img *im);
+int pg_files_close_pack(pg_elfset *set);
+
+#endif

@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: MIT */
+/* An image's file: a unique name in the directory, the build-id that
+ * completes it (and names it with build_id_names), reuse of an identical
+ * file already there, the temporary written through emit.c, and commit,
+ * keep and discard of the set's files.  Apart from emit.c, which makes
+ * the bytes: this part is what a run leaves in the directory. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <gelf.h>
+#include <nettle/sha1.h>
+
+#include "elfimage/builder.h"
+
+/* bump when the bytes written for the same input change */
+#define IMAGE_FORMAT 2
+
+void pg_files_free_image(struct img *im)
+{
+	if (!im)
+		return;
+	pg_buf_free(&im->meh);
+	pg_buf_free(&im->mhdr);
+	free(im->funcs);
+	pg_dwarf_free(&im->dw);
+	pg_buf_free(&im->strtab);
+	free(im);
+}
+
+/* Registers a new public image under a unique file name. */
+int pg_files_new_image(pg_elfset *set, const char *want, struct img **out)
+{
+	struct pg_elf_image *pi;
+	struct img *im;
+	char name[256];
+	bool added;
+
+	snprintf(name, sizeof(name), "%s", want);
+	for (unsigned k = 1;; k++) {
+		long idx;
+
+		/* the strmap keeps a pointer: intern a heap copy */
+		char *key = strdup(name);
+
+		if (!key)
+			return pg_err(set->diag, -ENOMEM, "out of memory");
+		idx = pg_strmap_intern(&set->names, key, &added);
+		if (idx < 0) {
+			free(key);
+			return pg_err(set->diag, -ENOMEM, "out of memory");
+		}
+		if (added)
+			break;
+		free(key);
+		/* a code_index used twice in one dump */
+		snprintf(name, sizeof(name), "%.*s-dup%u.so", (int)(strlen(want) - 3), want, k);
+	}
+	if (!pg_grow((void **)&set->images, &set->cap, set->nimages + 1, sizeof(*set->images)) ||
+	    !pg_grow((void **)&set->pend, &set->pend_cap, set->nimages + 1, sizeof(*set->pend)))
+		return pg_err(set->diag, -ENOMEM, "out of memory");
+	memset(&set->pend[set->nimages], 0, sizeof(*set->pend));
+	set->pend[set->nimages].reg = -1;
+	set->pend[set->nimages].of.fd = -1;
+	set->pend[set->nimages].of.reg = -1;
+	im = calloc(1, sizeof(*im));
+	if (!im)
+		return pg_err(set->diag, -ENOMEM, "out of memory");
+	pi = &set->images[set->nimages];
+	memset(pi, 0, sizeof(*pi));
+	if (asprintf(&pi->path, "%s/%s", set->dir, name) < 0) {
+		free(im);
+		return pg_err(set->diag, -ENOMEM, "out of memory");
+	}
+	pi->name = pi->path + strlen(set->dir) + 1;
+	im->pub = set->nimages++;
+	im->text_off = im->text_end = set->text_off;
+	pg_dwarf_init(&im->dw, set->hdr.big_endian, set->hdr.is_64bit ? 8 : 4);
+	pg_buf_u8(&im->strtab, 0);
+	sha1_init(&im->sha);
+	{
+		/* identity of the input: same dump, same build-ids */
+		uint64_t id[3] = { set->hdr.pid, set->hdr.timestamp, set->hdr.elf_mach };
+		/* the layout and the writer's format are part of what an image
+		 * is: an image of another layout (or of an older writer) must not
+		 * pass for this one when an existing file is reused */
+		uint8_t layout[2] = { IMAGE_FORMAT, set->cfi_compat | set->zdebug << 1 };
+
+		sha1_update(&im->sha, 14, (const uint8_t *)"perfgraft-jit");
+		sha1_update(&im->sha, sizeof(layout), layout);
+		sha1_update(&im->sha, sizeof(id), (const uint8_t *)id);
+		sha1_update(&im->sha, strlen(name) + 1, (const uint8_t *)name);
+	}
+	*out = im;
+	return 0;
+}
+
+/* An existing regular file of the image's name with its build-id is the
+ * same image (the build-id digests the dump's identity and the image's
+ * bytes): it is kept as it is, neither rewritten nor, later, removed. */
+static bool reuse(pg_elfset *set, struct pg_elf_image *pi)
+{
+	uint8_t id[20];
+	struct stat st;
+
+	if (fstatat(set->dirfd, pi->name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+		return false;
+	if (pg_file_build_id(pi->path, id) != BUILD_ID_SIZE ||
+	    memcmp(id, pi->build_id, BUILD_ID_SIZE))
+		return false;
+	pi->dev = st.st_dev;
+	pi->ino = st.st_ino;
+	pi->size = (uint64_t)st.st_size;
+	pi->written = true;
+	pi->reused = true;
+	return true;
+}
+
+/* Completes the build-id (the .eh_frame is the last part it digests) and,
+ * with build_id_names, puts it into the file name. */
+static int name_image(pg_elfset *set, struct img *im, const struct layout *lo)
+{
+	struct pg_elf_image *pi = &set->images[im->pub];
+	uint8_t bid[SHA1_DIGEST_SIZE];
+
+	sha1_update(&im->sha, lo->eh_size, lo->ehp);
+	sha1_digest(&im->sha, sizeof(bid), bid);
+	memcpy(pi->build_id, bid, BUILD_ID_SIZE);
+	if (set->build_id_names) {
+		size_t dl = strlen(set->dir), nl = strlen(pi->name);
+		char *np = malloc(dl + nl + 16);
+
+		if (!np)
+			return pg_err(set->diag, -ENOMEM, "out of memory");
+		/* "<dir>/<name less .so>-<12 hex>.so" */
+		snprintf(np, dl + nl + 16, "%s/%.*s-%02x%02x%02x%02x%02x%02x.so", set->dir,
+			 (int)(nl - 3), pi->name, pi->build_id[0], pi->build_id[1],
+			 pi->build_id[2], pi->build_id[3], pi->build_id[4], pi->build_id[5]);
+		free(pi->path);
+		pi->path = np;
+		pi->name = np + dl + 1;
+	}
+	return 0;
+}
+
+/* Writes the image into a finished temporary of its name, which
+ * pg_elfset_commit() renames into place; removed again on any error. */
+static int write_file(pg_elfset *set, struct img *im, const struct layout *lo)
+{
+	struct pg_elf_image *pi = &set->images[im->pub];
+	struct pg_outfile of;
+	struct stat st;
+	int ret = pg_outfile_open(&of, set->dirfd, pi->name, set->diag);
+
+	if (ret)
+		return ret;
+	ret = pg_emit_elf(set, im, lo, of.fd);
+	if (!ret && im->memory)
+		ret = pg_emit_code(set, im, of.fd);
+	if (ret) {
+		pg_outfile_abort(&of);
+		return ret;
+	}
+	if (fstat(of.fd, &st) == 0) {
+		pi->dev = st.st_dev;
+		pi->ino = st.st_ino;
+	}
+	ret = pg_outfile_finish(&of, set->diag);
+	if (ret) {
+		pg_err(set->diag, ret, "%s: %s", pi->path, strerror(-ret));
+		return ret;
+	}
+	set->pend[im->pub].of = of;
+	set->pend[im->pub].pending = true;
+	pi->size = lo->sh_off + SEC_COUNT * (set->hdr.is_64bit ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr));
+	pi->written = true;
+	return 0;
+}
+
+/* Lays out, names and writes an image, or keeps the identical file that
+ * already has its name. */
+int pg_files_write_image(pg_elfset *set, struct img *im)
+{
+	struct pg_elf_image *pi = &set->images[im->pub];
+	struct layout lo;
+	int ret = pg_emit_layout(set, im, &lo);
+
+	if (!ret)
+		ret = name_image(set, im, &lo);
+	if (!ret && !reuse(set, pi))
+		ret = write_file(set, im, &lo);
+	if (!ret) {
+		pi->nfuncs = im->nfuncs;
+		pi->has_cfi = im->unw != NULL || im->nfde;
+	}
+	pg_emit_layout_free(&lo);
+	return ret;
+}
+
+int pg_files_close_pack(pg_elfset *set)
+{
+	int ret = 0;
+
+	if (set->pack) {
+		ret = pg_files_write_image(set, set->pack);
+		pg_files_free_image(set->pack);
+		set->pack = NULL;
+	}
+	return ret;
+}
+
+int pg_elfset_commit(pg_elfset *set)
+{
+	for (size_t i = 0; i < set->nimages; i++) {
+		struct pend *p = &set->pend[i];
+		int ret;
+
+		if (!p->pending)
+			continue;
+		/* the final name is listed before it exists (no moment where a
+		 * signal finds it unlisted); only names no file had are committed
+		 * here for inject, and elf commits with the signals blocked */
+		p->reg = pg_cleanup_add(set->dirfd, set->images[i].name, false);
+		ret = pg_outfile_commit(&p->of, set->diag);
+		p->pending = false;
+		if (ret) {
+			pg_cleanup_del(p->reg);
+			p->reg = -1;
+			set->images[i].written = false;
+			return ret;
+		}
+		p->created = true;
+	}
+	return 0;
+}
+
+void pg_elfset_keep(pg_elfset *set)
+{
+	for (size_t i = 0; set && i < set->nimages; i++) {
+		pg_cleanup_del(set->pend[i].reg);
+		set->pend[i].reg = -1;
+		set->pend[i].created = false;	/* discard leaves it too */
+	}
+}
+
+void pg_elfset_discard(pg_elfset *set)
+{
+	for (size_t i = 0; set && i < set->nimages; i++) {
+		struct pend *p = &set->pend[i];
+
+		if (p->pending)
+			pg_outfile_abort(&p->of);
+		if (p->created)
+			unlinkat(set->dirfd, set->images[i].name, 0);
+		pg_cleanup_del(p->reg);
+		p->reg = -1;
+		p->pending = p->created = false;
+		set->images[i].written = false;
+	}
+}
