@@ -20,7 +20,7 @@ void pg_synth_comm(struct pg_rec *r, uint32_t pid, uint32_t tid, const char *com
 	pg_synth_sample_id(r, sample_type, s);
 }
 
-void pg_synth_mmap2(struct pg_rec *r, const struct pg_synth_mmap2 *m, uint64_t sample_type,
+void pg_synth_mmap2(struct pg_rec *r, const struct pg_pdw_mmap2 *m, uint64_t sample_type,
 		    const struct pg_synth_sample *s)
 {
 	size_t n = strlen(m->filename), nlen = pg_align(n + 1, 8);

@@ -370,19 +370,12 @@ static inline size_t pg_synth_sample_id_size(uint64_t sample_type)
 void pg_synth_comm(struct pg_rec *r, uint32_t pid, uint32_t tid, const char *comm,
 		   size_t name_size, uint64_t sample_type, const struct pg_synth_sample *s);
 
-/* The fields of an MMAP2 record (inode form). */
-struct pg_synth_mmap2 {
-	uint32_t pid, tid;
-	uint64_t start, len, pgoff;
-	uint32_t maj, min;
-	uint64_t ino, ino_generation;
-	uint32_t prot, flags;
-	const char *filename;
-};
-
-/* An MMAP2 record (MISC_USER) with s's sample_id trailer (sample_type 0:
- * none); the file name NUL-padded to 8 bytes.  Then pg_rec_end(). */
-void pg_synth_mmap2(struct pg_rec *r, const struct pg_synth_mmap2 *m, uint64_t sample_type,
+/* An MMAP2 record (MISC_USER, inode form) of m's fields with s's
+ * sample_id trailer (sample_type 0: none; m's time, id and cpu are not
+ * read: they are the trailer's); the file name NUL-padded to 8 bytes.
+ * m is perfdata.h's description of the record, not the writer.  Then
+ * pg_rec_end(). */
+void pg_synth_mmap2(struct pg_rec *r, const struct pg_pdw_mmap2 *m, uint64_t sample_type,
 		    const struct pg_synth_sample *s);
 
 /* A FINISHED_ROUND (a header only).  Then pg_rec_end(). */

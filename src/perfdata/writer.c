@@ -668,11 +668,6 @@ int pg_pdw_mmap2(pg_pdw *w, const struct pg_pd_attr *a, const struct pg_pdw_mmap
 	const struct pg_synth_sample sid = { .pid = m->pid, .tid = m->tid, .time = m->time,
 					     .id = m->id, .cpu = m->cpu };
 	size_t size = 72 + nlen + pg_synth_sample_id_size(st);
-	const struct pg_synth_mmap2 mm = {
-		.pid = m->pid, .tid = m->tid, .start = m->start, .len = m->len, .pgoff = m->pgoff,
-		.maj = m->maj, .min = m->min, .ino = m->ino, .ino_generation = m->ino_generation,
-		.prot = m->prot, .flags = m->flags, .filename = m->filename,
-	};
 	struct pg_rec r = { .cap = size, .big_endian = w->big_endian };
 	int ret;
 
@@ -680,7 +675,7 @@ int pg_pdw_mmap2(pg_pdw *w, const struct pg_pd_attr *a, const struct pg_pdw_mmap
 		return pg_err(w->diag, -EINVAL, "file name too long for an MMAP2 record: %s", m->filename);
 	if (!(r.p = malloc(size)))
 		return pg_err(w->diag, -ENOMEM, "out of memory");
-	pg_synth_mmap2(&r, &mm, st, &sid);
+	pg_synth_mmap2(&r, m, st, &sid);
 	w->data_started = true;
 	ret = pg_rec_end(&r) < 0 ? pg_err(w->diag, -EINVAL, "internal: MMAP2 of %zu bytes", r.len)
 				 : dout(w, r.p, r.len);
