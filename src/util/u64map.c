@@ -54,7 +54,9 @@ static size_t find(const struct pg_u64map *m, uint64_t key, bool for_put, bool *
 	}
 }
 
-/* Rehashes into a table at most a quarter full, dropping tombstones. */
+/* Rehashes into a table at most a third full, dropping tombstones: as
+ * doubling would, for inserts alone; the same size again when most of
+ * what filled it was deleted. */
 static bool rehash(struct pg_u64map *m)
 {
 	struct pg_u64map nm;
@@ -64,7 +66,7 @@ static bool rehash(struct pg_u64map *m)
 		*m = (struct pg_u64map)PG_U64MAP_INIT(m->vsize);
 	nm = *m;
 
-	while (n < 4 * (m->n + 1))
+	while (n < 3 * (m->n + 1))
 		n *= 2;
 	if (n > SIZE_MAX / m->stride)
 		return false;
