@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* perf.data reader: file mode (mapped) or pipe mode (mapped or streamed),
  * either byte order.  Records stay in the file's byte order; only the
- * fields converters need are decoded. */
+ * fields converters need are decoded.  One file (about 1,000 lines)
+ * because it is one concern: the record stream, whose cursor, bounds,
+ * attrs and decompression every record kind shares; the header, the
+ * attrs and COMPRESSED records are each a few functions of it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
