@@ -241,9 +241,9 @@ static void build_images(const uint8_t *data, size_t size)
 				break;
 			continue;
 		}
-		/* the model's promise: rows inside the code, with a line, by offset */
+		/* the model's promise: rows inside the code, by offset */
 		for (size_t i = 0; i < ev.nlines; i++)
-			if (ev.lines[i].off >= ev.size || !ev.lines[i].line ||
+			if (ev.lines[i].off >= ev.size ||
 			    (i && ev.lines[i].off < ev.lines[i - 1].off))
 				abort();
 		/* and its inline chains: inside the code, not empty, in order

@@ -4,7 +4,8 @@
  *  - V8 adds 0x40 (0x34 on 32-bit) to every line address: removed;
  *  - V8 writes the 1-based column where the discriminator goes: moved;
  *  - node damages the first bytes of script names: recovered (recover.c);
- *  - rows outside their code or with line 0 are dropped, rows sorted;
+ *  - rows past their code are dropped; of the rows before it, the one
+ *    nearest the start applies from the start (BeamAsm); rows sorted;
  *  - inline ranges (perfgraft's INLINE_INFO) that are empty, outside the
  *    code or out of order are dropped. */
 #include <errno.h>
@@ -66,8 +67,20 @@ static void jd_close(pg_code_source *src)
 	free(s);
 }
 
+static struct pg_code_line row(const struct pg_jd_header *h, const struct pg_jd_line *l,
+			      uint64_t off, const char *script, const char *canon)
+{
+	return (struct pg_code_line){
+		.off = off, .line = l->line,
+		.file = script && l->file == script ? canon : l->file,
+		.column = h->v8 ? l->discrim : 0,
+		.discrim = h->v8 ? 0 : l->discrim,
+	};
+}
+
 /* The LOAD's rows as offsets into its code, with what V8 and node did to
- * them undone. */
+ * them undone.  Line 0 ("no source line", DWARF's meaning) is kept: its
+ * bytes must not take the line before. */
 static int jd_rows(pg_code_source *src, struct jd_state *s, const struct pg_jd_load *ld,
 		   struct pg_code_event *ev)
 {
@@ -77,7 +90,8 @@ static int jd_rows(pg_code_source *src, struct jd_state *s, const struct pg_jd_l
 	struct pg_code_line *out;
 	uint64_t dropped = 0;
 	char *script;
-	size_t n = 0;
+	size_t n = 0, before = SIZE_MAX;
+	bool at_start = false;
 
 	if (!ld->debug || !ld->debug->nr_lines)
 		return 0;
@@ -101,16 +115,25 @@ static int jd_rows(pg_code_source *src, struct jd_state *s, const struct pg_jd_l
 		const struct pg_jd_line *l = &lines[i];
 		uint64_t off = l->addr - h->line_bias - ld->code_addr;
 
-		if (l->addr < ld->code_addr + h->line_bias || off >= ld->code_size || !l->line) {
+		if (l->addr < ld->code_addr + h->line_bias) {
+			/* BeamAsm puts a function's first row on the label
+			 * ahead of its prologue: the row nearest the start
+			 * (the later of equals) is the start's */
+			if (before == SIZE_MAX || l->addr >= lines[before].addr)
+				before = i;
 			dropped++;
 			continue;
 		}
-		out[n++] = (struct pg_code_line){
-			.off = off, .line = l->line,
-			.file = script && l->file == script ? canon : l->file,
-			.column = h->v8 ? l->discrim : 0,
-			.discrim = h->v8 ? 0 : l->discrim,
-		};
+		if (off >= ld->code_size) {
+			dropped++;
+			continue;
+		}
+		at_start |= off == 0;
+		out[n++] = row(h, &lines[i], off, script, canon);
+	}
+	if (before != SIZE_MAX && !at_start) {
+		out[n++] = row(h, &lines[before], 0, script, canon);
+		dropped--;
 	}
 	free(script);
 	return pg_src_rows_done(src, ev, n, dropped);

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Real JIT engines recorded with perf, injected by perfgraft and by
+`perf inject --jit`, and read back with `perf script -F srcline`.
+
+Each engine's oracle is independent of perfgraft's code: for Erlang
+(BeamAsm, `erl +JPperf dump`), the line ranges of the hot functions read
+from tests/engines/work.erl itself.  Asserted per engine: at least 99% of
+the samples in JIT code are named, at least 95% of the samples in the
+workload's functions that carry a source line carry one of that
+function's lines, and never fewer right lines than perf inject --jit's.
+
+BeamAsm writes its dump as /tmp/jit-PID.dump, and perf inject writes its
+/tmp/jitted-PID-N.so beside it: both are removed when the test ends.
+perf runs with its own --buildid-dir; a test skips, with its reason, when
+its engine or a working `perf record` is missing."""
+
+import glob
+import os
+import re
+import shutil
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import jitdump_oracle  # noqa: E402
+import perf_fixture as PF  # noqa: E402
+
+ENGINES = os.path.join(HERE, "engines")
+
+
+def perf_record_problem():
+    if shutil.which(PF.PERF) is None:
+        return "perf (%s) not found" % PF.PERF
+    with tempfile.TemporaryDirectory(prefix="perfgraft-perfcheck.") as d:
+        cmd = PF.perf_cmd(os.path.join(d, "debug"), "record", "-N", "-q", "-e", "cpu-clock",
+                          "-o", os.path.join(d, "p.data"), "--", "true")
+        rc, _, err, _ = PF.run(cmd, cwd=d, check=False, timeout=60)
+        if rc or not os.path.isfile(os.path.join(d, "p.data")):
+            return "`%s` does not work here: %s" % (PF.shell(cmd), err.strip()[-200:])
+    return None
+
+
+def function_lines(source, pattern=r"^([a-z_][A-Za-z0-9_]*)\("):
+    """{name: set of lines} of each function of an Erlang source: from its
+    first clause to the line before the next function's (blank and comment
+    lines included; a sample never lands on them anyway)."""
+    starts = []
+    with open(source) as f:
+        for no, ln in enumerate(f, 1):
+            m = re.match(pattern, ln)
+            if m and (not starts or starts[-1][1] != m.group(1)):
+                starts.append((no, m.group(1)))
+    total = no
+    out = {}
+    for i, (no, name) in enumerate(starts):
+        end = starts[i + 1][0] if i + 1 < len(starts) else total + 1
+        out.setdefault(name, set()).update(range(no, end))
+    return out
+
+
+class Engine:
+    """What every engine test shares: a recording directory, both
+    injections and their `perf script` samples."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="perfgraft-engine.")
+        self.dir = self.tmp.name
+        self.debug = os.path.join(self.dir, "debug")
+        os.makedirs(self.debug)
+        self.addCleanup(self.tmp.cleanup)
+
+    def perf(self, *args, **kw):
+        return PF.run(PF.perf_cmd(self.debug, *args), cwd=self.dir, **kw)
+
+    def samples(self, data):
+        _, out, _, _ = self.perf("script", "-i", data, "-F", "ip,sym,srcline")
+        return PF.parse_script_srclines(out)
+
+    def inject_both(self):
+        PF.run([PF.PERFGRAFT, "inject", "-q", "-i", "perf.data", "-o", "pg.data"], cwd=self.dir)
+        self.perf("inject", "--jit", "-i", "perf.data", "-o", "ref.data")
+        return self.samples("pg.data"), self.samples("ref.data")
+
+    def check(self, pg, ref, ranges, funcs, file_name):
+        """funcs: {symbol: set of right lines}."""
+        jit = [s for s in pg if s[0] in ranges]
+        self.assertGreater(len(jit), 50, "too few JIT samples to judge")
+        named = [s for s in jit if s[1] and s[1] != "[unknown]" and not s[1].startswith("0x")]
+        self.assertGreaterEqual(len(named), 0.99 * len(jit),
+                                "JIT samples named: %d of %d" % (len(named), len(jit)))
+
+        def right(samples):
+            hits = with_line = 0
+            for _ip, sym, src in samples:
+                if sym not in funcs or not src or src.startswith("??"):
+                    continue
+                with_line += 1
+                m = re.fullmatch(r"(.*):(\d+)", src)
+                hits += bool(m and os.path.basename(m.group(1)) == file_name and
+                             int(m.group(2)) in funcs[sym])
+            return hits, with_line
+
+        hits, with_line = right(pg)
+        ref_hits, _ = right(ref)
+        in_funcs = sum(1 for s in pg if s[1] in funcs)
+        self.assertGreater(in_funcs, 20, "too few samples in %s" % sorted(funcs))
+        self.assertGreaterEqual(with_line, 0.95 * in_funcs,
+                                "samples of the workload with a line: %d of %d"
+                                % (with_line, in_funcs))
+        self.assertGreaterEqual(hits, 0.95 * with_line,
+                                "right lines: %d of %d" % (hits, with_line))
+        self.assertGreaterEqual(hits, ref_hits, "perf inject --jit has more right lines")
+        return hits, with_line, ref_hits
+
+
+class Erlang(Engine, unittest.TestCase):
+    """BeamAsm puts each function's first DEBUG_INFO row on the label just
+    before its code: that row applies from the code's start."""
+
+    @classmethod
+    def setUpClass(cls):
+        for tool in ("erl", "erlc"):
+            if shutil.which(tool) is None:
+                raise unittest.SkipTest("%s not found (Debian: apt-get install erlang-base)"
+                                        % tool)
+        why = perf_record_problem()
+        if why:
+            raise unittest.SkipTest(why)
+
+    def record(self):
+        src = os.path.join(ENGINES, "work.erl")
+        PF.run(["erlc", "-o", self.dir, src], cwd=self.dir)
+        before = set(glob.glob("/tmp/jit-*.dump"))
+        try:
+            self.perf("record", "-N", "-q", "-k", "mono", "-e", "cpu-clock", "-o", "perf.data",
+                      "--", "erl", "+JPperf", "dump", "-noshell", "-pa", self.dir,
+                      "-s", "work", "main")
+        finally:
+            new = sorted(set(glob.glob("/tmp/jit-*.dump")) - before)
+            for d in new:
+                pid = re.search(r"jit-(\d+)\.dump", d).group(1)
+                self.addCleanup(lambda pid=pid: [os.unlink(f) for f in
+                                                 glob.glob("/tmp/jitted-%s-*.so" % pid)])
+                self.addCleanup(os.unlink, d)
+        self.assertEqual(len(new), 1, "erl wrote %d jitdumps" % len(new))
+        return new[0], src
+
+    def test_lines(self):
+        dump, src = self.record()
+        pg, ref = self.inject_both()
+        loads = jitdump_oracle.parse(dump).loads
+        ranges = PF.CodeRanges(loads)
+        fl = function_lines(src)
+        funcs = {}
+        for ld in loads:
+            m = re.fullmatch(r"work:(\w+)/\d+", ld.name.decode("utf-8", "replace"))
+            if m and m.group(1) in fl:
+                funcs[m.group(0)] = fl[m.group(1)]
+        self.assertIn("work:fib/1", funcs)
+        hits, with_line, ref_hits = self.check(pg, ref, ranges, funcs, "work.erl")
+        print("\nerlang: %d of %d samples with a line right (perf inject --jit: %d)"
+              % (hits, with_line, ref_hits), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
