@@ -5,7 +5,10 @@
 
 Each engine's oracle is independent of perfgraft's code: for Erlang
 (BeamAsm, `erl +JPperf dump`), the line ranges of the hot functions read
-from tests/engines/work.erl itself.  Asserted per engine: at least 99% of
+from tests/engines/work.erl itself; for LLVM (lli-14 -jit-kind=mcjit,
+whose PerfJITEventListener adds 0x40 to every line address), llc-14's
+native line table for the same bitcode, compiled as MCJIT compiles it
+(-O2, the large code model, static relocations: the same bytes).  Asserted per engine: at least 99% of
 the samples in JIT code are named, at least 95% of the samples in the
 workload's functions that carry a source line carry one of that
 function's lines, and never fewer right lines than perf inject --jit's.
@@ -164,6 +167,81 @@ class Erlang(Engine, unittest.TestCase):
         hits, with_line, ref_hits = self.check(pg, ref, ranges, funcs, "work.erl")
         print("\nerlang: %d of %d samples with a line right (perf inject --jit: %d)"
               % (hits, with_line, ref_hits), file=sys.stderr)
+
+
+class LLVM(Engine, unittest.TestCase):
+    """lli's PerfJITEventListener biases every line address by 0x40."""
+
+    @classmethod
+    def setUpClass(cls):
+        for tool in ("clang-14", "lli-14", "llc-14", "llvm-dwarfdump-14", "nm"):
+            if shutil.which(tool) is None:
+                raise unittest.SkipTest("%s not found (Debian: apt-get install clang-14 llvm-14)"
+                                        % tool)
+        why = perf_record_problem()
+        if why:
+            raise unittest.SkipTest(why)
+
+    def oracle(self, bc):
+        """{function: [(offset, line)]} from llc-14's object for bc."""
+        obj = os.path.join(self.dir, "work.o")
+        PF.run(["llc-14", "-O2", "-code-model=large", "-relocation-model=static",
+                "-filetype=obj", "-o", obj, bc])
+        _, out, _, _ = PF.run(["nm", obj])
+        funcs = {f[2]: int(f[0], 16) for f in (l.split() for l in out.splitlines())
+                 if len(f) == 3 and f[1] == "T"}
+        _, out, _, _ = PF.run(["llvm-dwarfdump-14", "--debug-line", obj])
+        rows = []
+        for l in out.splitlines():
+            m = re.match(r"^0x([0-9a-f]{16})\s+(\d+)\s", l)
+            if m and "end_sequence" not in l:
+                rows.append((int(m.group(1), 16), int(m.group(2))))
+        starts = sorted(funcs.values())
+        table = {}
+        for name, start in funcs.items():
+            end = min([s for s in starts if s > start] + [1 << 62])
+            table[name] = [(a - start, ln) for a, ln in rows if start <= a < end]
+        return table
+
+    def test_lines(self):
+        bc = os.path.join(self.dir, "work.bc")
+        PF.run(["clang-14", "-g", "-O1", "-emit-llvm", "-c", "-o", bc,
+                os.path.join(ENGINES, "work.c")])
+        env = dict(os.environ, JITDUMPDIR=self.dir)
+        PF.run(PF.perf_cmd(self.debug, "record", "-N", "-q", "-k", "mono", "-e", "cpu-clock",
+                           "-o", "perf.data", "--", "lli-14", "-jit-kind=mcjit", bc),
+               cwd=self.dir, env=env)
+        dumps = glob.glob(os.path.join(self.dir, ".debug", "jit", "llvm-IR-jit-*", "jit-*.dump"))
+        self.assertEqual(len(dumps), 1, "lli wrote %d jitdumps" % len(dumps))
+        table = self.oracle(bc)
+        PF.run([PF.PERFGRAFT, "inject", "-q", "-i", "perf.data", "-o", "pg.data"], cwd=self.dir)
+        self.perf("inject", "--jit", "-i", "perf.data", "-o", "ref.data")
+
+        def right(data):
+            _, out, _, _ = self.perf("script", "-i", data, "-F", "ip,sym,symoff,srcline")
+            hits = with_line = total = 0
+            for ip, symoff, src in PF.parse_script_srclines(out):
+                m = re.fullmatch(r"(\w+)\+0x([0-9a-f]+)", symoff or "")
+                if not m or m.group(1) not in table:
+                    continue
+                total += 1
+                want = [ln for off, ln in table[m.group(1)] if off <= int(m.group(2), 16)]
+                if not src or src.startswith("??") or not want:
+                    continue
+                with_line += 1
+                hits += src == "work.c:%d" % want[-1]
+            return hits, with_line, total
+
+        hits, with_line, total = right("pg.data")
+        ref_hits, ref_with, _ = right("ref.data")
+        self.assertGreater(total, 50, "too few samples in the JIT functions")
+        self.assertGreaterEqual(with_line, 0.95 * total,
+                                "samples with a line: %d of %d" % (with_line, total))
+        self.assertGreaterEqual(hits, 0.95 * with_line,
+                                "llc's line: %d of %d" % (hits, with_line))
+        self.assertGreaterEqual(hits, ref_hits)
+        print("\nllvm: %d of %d samples with llc's line (perf inject --jit: %d of %d)"
+              % (hits, with_line, ref_hits, ref_with), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,11 @@ the image `perfgraft elf` writes, and llvm-dwarfdump's line table.
     prologue) applies from the start; of several, the one nearest the
     start; a row at the start itself wins over them;
   - a row with line 0 ("no source line") is kept as line 0, so its bytes
-    do not take the line before.
+    do not take the line before;
+  - LLVM's PerfJITEventListener adds 0x40 to line addresses without V8's
+    pad1 mark: a dump whose LOADs have vma 0 and whose first function's
+    first row is at its code + 0x40, or one in an llvm-IR-jit-* directory,
+    has 0x40 removed, and `perfgraft dump` says why.
 """
 
 import os
@@ -42,12 +46,14 @@ class LineRules(unittest.TestCase):
         self.tmp = tempfile.mkdtemp(prefix="perfgraft-lines.")
         self.addCleanup(shutil.rmtree, self.tmp)
 
-    def dump(self, bo, mach, rows, size=0x40):
+    def dump(self, bo, mach, rows, size=0x40, vma=None, subdir=None):
         b = gen.JitdumpBuilder(bo=bo, elf_mach=mach)
         b.debug_info(A, [(a, ln, 0, F if i == 0 else gen.SAME_FILE)
                          for i, (a, ln) in enumerate(rows)])
-        b.load(b"w:f/1", gen.x86_64_code(size, 1), A, 0)
-        path = os.path.join(self.tmp, "jit-4242-%s.dump" % len(os.listdir(self.tmp)))
+        b.load(b"w:f/1", gen.x86_64_code(size, 1), A, 0, vma=vma)
+        d = os.path.join(self.tmp, subdir) if subdir else self.tmp
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, "jit-4242-%s.dump" % len(os.listdir(self.tmp)))
         b.write(path)
         return path
 
@@ -65,6 +71,15 @@ class LineRules(unittest.TestCase):
         self.assertEqual(len(images), 1, images)
         return os.path.join(out, images[0])
 
+    def func_start(self, img):
+        rc, out, err = run(["readelf", "-Ws", img])
+        self.assertEqual(rc, 0, err)
+        for l in out.splitlines():
+            f = l.split()
+            if len(f) >= 8 and f[3] == "FUNC" and f[7] == "w:f/1":
+                return int(f[1], 16)
+        self.fail("no symbol w:f/1 in %s:\n%s" % (img, out))
+
     def dwarf_rows(self, img):
         """(address, line) of the image's line table, end_sequence rows out."""
         if shutil.which(DWARFDUMP) is None:
@@ -78,21 +93,21 @@ class LineRules(unittest.TestCase):
                 rows.append((int(m.group(1), 16), int(m.group(2))))
         return rows
 
-    def check(self, rows, want, size=0x40):
+    def check(self, rows, want, size=0x40, **kw):
         """want: {offset: line} symbolize must give; the image's table must
         start at the code's start with want[0]."""
         for tag, bo, mach in ORDERS:
             with self.subTest(order=tag):
-                path = self.dump(bo, mach, rows, size)
+                path = self.dump(bo, mach, rows, size, **kw)
                 offs = sorted(want)
                 self.assertEqual(self.symbolize(path, offs), [want[o] for o in offs])
                 img = self.image(path)
                 table = self.dwarf_rows(img)
                 self.assertTrue(table, "no line rows in " + img)
-                base = table[0][0]
+                base = self.func_start(img)
                 got = {}
                 for o in offs:
-                    got[o] = [ln for (a, ln) in table if a - base <= o][-1]
+                    got[o] = ([None] + [ln for (a, ln) in table if a - base <= o])[-1]
                 self.assertEqual(got, want, table)
 
     def test_row_before_start_applies_from_start(self):
@@ -109,6 +124,39 @@ class LineRules(unittest.TestCase):
     def test_line_zero_is_kept(self):
         self.check([(A, 5), (A + 0x10, 0), (A + 0x20, 6)],
                    {0: 5, 0xf: 5, 0x10: 0, 0x1f: 0, 0x20: 6})
+
+    # LLVM: the function's entry row at + 0x40, then rows shifted the same
+    LLVM_ROWS = [(A + 0x40, 4), (A + 0x60, 6), (A + 0x67, 5), (A + 0x6c, 7)]
+    LLVM_WANT = {0: 4, 0x1f: 4, 0x20: 6, 0x27: 5, 0x2c: 7, 0x3f: 7}
+
+    def bias_why(self, path):
+        rc, out, err = run([PERFGRAFT, "dump", "--json", path])
+        self.assertEqual(rc, 0, err)
+        import json
+        h = json.loads(out)["header"]
+        return h["line_bias"], h["line_bias_why"]
+
+    def test_llvm_bias_from_vma_and_first_row(self):
+        self.check(self.LLVM_ROWS, self.LLVM_WANT, vma=0)
+        path = self.dump("<", gen.EM_X86_64, self.LLVM_ROWS, vma=0)
+        bias, why = self.bias_why(path)
+        self.assertEqual(bias, 0x40)
+        self.assertIn("vma 0", why)
+
+    def test_llvm_bias_from_directory(self):
+        # the first row is not at + 0x40 here: the directory alone says LLVM
+        rows = [(A + 0x48, 4), (A + 0x60, 6)]
+        self.check(rows, {0x8: 4, 0x1f: 4, 0x20: 6}, vma=A, subdir="llvm-IR-jit-20261126-abcdef")
+        path = self.dump("<", gen.EM_X86_64, rows, vma=A, subdir="llvm-IR-jit-1-2")
+        self.assertEqual(self.bias_why(path)[0], 0x40)
+
+    def test_no_bias_without_the_evidence(self):
+        # vma = code address (perf's own test JITs, Java's agent): rows as written
+        self.check([(A, 4), (A + 0x40, 6)], {0: 4, 0x3f: 4, 0x40: 6}, size=0x50, vma=A)
+        # vma 0 but the first row at the start: no bias either
+        self.check([(A, 4), (A + 0x40, 6)], {0: 4, 0x40: 6}, size=0x50, vma=0)
+        path = self.dump("<", gen.EM_X86_64, [(A, 4)], vma=0)
+        self.assertEqual(self.bias_why(path), (0, None))
 
 
 if __name__ == "__main__":

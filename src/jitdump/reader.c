@@ -110,6 +110,39 @@ static bool loads_above_4g(const pg_jitdump *jd)
 	return false;
 }
 
+/* LLVM's PerfJITEventListener (lli, PostgreSQL, Julia, any program that
+ * embeds it) adds 0x40 to every line address as V8 does, but leaves pad1
+ * 0.  It shows in the dump: it lives in an llvm-IR-jit-* directory, and
+ * its LOADs have vma 0 with the function's first row (its entry line,
+ * which LLVM always emits) at code_addr + 0x40.  The first LOAD with a
+ * DEBUG_INFO among the first 256 records decides.  Returns why, or NULL. */
+static const char *llvm_bias(const pg_jitdump *jd)
+{
+	uint64_t off = jd->hdr.total_size, first = 0;
+	bool have = false;
+	const char *dir = strstr(jd->name, "llvm-IR-jit-");
+
+	if (dir && (dir == jd->name || dir[-1] == '/') && strchr(dir, '/'))
+		return "LLVM's PerfJITEventListener: the dump is in an llvm-IR-jit-* directory";
+	for (int n = 0; n < 256 && jd->size - off >= REC_HDR; n++) {
+		const uint8_t *p = jd->base + off;
+		uint32_t id = rd32(jd, p), tsz = rd32(jd, p + 4);
+
+		if (tsz < REC_HDR || tsz > jd->size - off)
+			break;
+		if (id == PG_JD_DEBUG_INFO && tsz >= REC_HDR + 32 && rd64(jd, p + REC_HDR + 8)) {
+			first = rd64(jd, p + REC_HDR + 16);
+			have = true;
+		} else if (id == PG_JD_LOAD && tsz >= REC_HDR + LOAD_FIXED && have) {
+			if (!rd64(jd, p + REC_HDR + 8) && first == rd64(jd, p + REC_HDR + 16) + 0x40)
+				return "LLVM's PerfJITEventListener: LOADs with vma 0, the first line row at the code + 0x40";
+			return NULL;
+		}
+		off += tsz;
+	}
+	return NULL;
+}
+
 static int parse_header(pg_jitdump *jd)
 {
 	struct pg_jd_header *h = &jd->hdr;
@@ -159,6 +192,10 @@ static int parse_header(pg_jitdump *jd)
 	}
 	/* V8 adds the size of the ELF header of its own class */
 	h->line_bias = h->v8 ? (h->is_64bit ? 0x40 : 0x34) : 0;
+	if (h->v8)
+		h->line_bias_why = "written by V8 (header pad1 0xdeadbeef)";
+	else if ((h->line_bias_why = llvm_bias(jd)))
+		h->line_bias = 0x40;
 	if (h->flags & ~PG_JITDUMP_FLAG_ARCH_TIMESTAMP)
 		pg_warn(jd->diag, "%s: offset 32: unknown header flags 0x%llx ignored",
 			jd->name, (unsigned long long)(h->flags & ~PG_JITDUMP_FLAG_ARCH_TIMESTAMP));
