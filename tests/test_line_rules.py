@@ -12,7 +12,10 @@ the image `perfgraft elf` writes, and llvm-dwarfdump's line table.
   - LLVM's PerfJITEventListener adds 0x40 to line addresses without V8's
     pad1 mark: a dump whose LOADs have vma 0 and whose first function's
     first row is at its code + 0x40, or one in an llvm-IR-jit-* directory,
-    has 0x40 removed, and `perfgraft dump` says why.
+    has 0x40 removed, and `perfgraft dump` says why;
+  - file names perf can split at their first ':' (perf reads addr2line's
+    FILE:LINE so): a local file:// URL (Deno) becomes its path, percent
+    escapes decoded (never into a control byte); any other ':' is %3A.
 """
 
 import os
@@ -157,6 +160,45 @@ class LineRules(unittest.TestCase):
         self.check([(A, 4), (A + 0x40, 6)], {0: 4, 0x40: 6}, size=0x50, vma=0)
         path = self.dump("<", gen.EM_X86_64, [(A, 4)], vma=0)
         self.assertEqual(self.bias_why(path), (0, None))
+
+    NAMES = [(b"file:///srv/app/main.ts", "/srv/app/main.ts"),
+             (b"file:///srv/my%20app/x.js", "/srv/my app/x.js"),
+             (b"file:///srv/bad%00%0a%7f.js", "/srv/bad%00%0a%7f.js"),
+             (b"https://deno.land/std/fmt.ts", "https%3A//deno.land/std/fmt.ts"),
+             (b"ext:core/01_core.js", "ext%3Acore/01_core.js"),
+             (b"node:internal/main", "node%3Ainternal/main"),
+             (b"file://host/share/a.js", "file%3A//host/share/a.js"),
+             (b"/plain/path.js", "/plain/path.js")]
+
+    def test_file_names_perf_can_split(self):
+        for tag, bo, mach in ORDERS:
+            with self.subTest(order=tag):
+                b = gen.JitdumpBuilder(bo=bo, elf_mach=mach)
+                for k, (raw, _want) in enumerate(self.NAMES):
+                    a = A + 0x100 * k
+                    b.debug_info(a, [(a, 10 + k, 0, raw)])
+                    b.load(b"f%d" % k, gen.x86_64_code(0x40, k), a, k)
+                path = os.path.join(self.tmp, "names-%s.dump" % tag)
+                b.write(path)
+                rc, out, err = run([PERFGRAFT, "symbolize", path] +
+                                   ["0x%x" % (A + 0x100 * k + 4) for k in range(len(self.NAMES))])
+                self.assertEqual(rc, 0, err)
+                got = [l.split("\t")[2] for l in out.splitlines()]
+                self.assertEqual(got, ["%s:%d" % (w, 10 + k)
+                                       for k, (_r, w) in enumerate(self.NAMES)])
+                # the images' line tables name the same files (addr2line)
+                img = os.path.join(self.tmp, "img-names-" + tag)
+                rc, _, err = run([PERFGRAFT, "elf", "-q", "-o", img, path])
+                self.assertEqual(rc, 0, err)
+                if shutil.which(DWARFDUMP) is None:
+                    continue
+                names = set()
+                for n in os.listdir(img):
+                    rc, out, err = run([DWARFDUMP, "--debug-line", os.path.join(img, n)])
+                    names |= set(re.findall(r'name: "([^"]*)"', out))
+                for _r, w in self.NAMES:
+                    self.assertIn(w, names)
+                self.assertFalse([n for n in names if ":" in n], names)
 
 
 if __name__ == "__main__":

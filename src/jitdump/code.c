@@ -67,15 +67,75 @@ static void jd_close(pg_code_source *src)
 	free(s);
 }
 
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+	       c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* A file name perf can split: perf reads addr2line's "FILE:LINE" up to
+ * the first ':', so a name with one shows as "file:0" (Deno names its
+ * scripts file:///path/app.js, node its own modules node:internal/...).
+ * A local file:// URL becomes its path (percent escapes decoded, but
+ * never into a NUL or control byte); any other ':' is written %3A.  The
+ * name itself when it has no ':'; NULL on OOM. */
+static const char *perf_name(pg_code_source *src, const char *name)
+{
+	const char *p = name;
+	bool url = false;
+	char *out, *o;
+
+	if (!name || !strchr(name, ':'))
+		return name;
+	if (!strncmp(name, "file:///", 8)) {
+		p = name + 7;
+		url = true;
+	}
+	out = malloc(3 * strlen(p) + 1);
+	if (!out)
+		return NULL;
+	for (o = out; *p; p++) {
+		int hi = url && p[0] == '%' ? hexval(p[1]) : -1;
+		int lo = hi >= 0 ? hexval(p[2]) : -1, c = hi * 16 + lo;
+
+		if (lo >= 0 && c >= 0x20 && c != 0x7f) {
+			*o++ = (char)c;
+			p += 2;
+		} else if (*p == ':') {
+			memcpy(o, "%3A", 3);
+			o += 3;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o = '\0';
+	return pg_src_keep_string(src, out);
+}
+
 static struct pg_code_line row(const struct pg_jd_header *h, const struct pg_jd_line *l,
-			      uint64_t off, const char *script, const char *canon)
+			      uint64_t off, const char *file)
 {
 	return (struct pg_code_line){
-		.off = off, .line = l->line,
-		.file = script && l->file == script ? canon : l->file,
+		.off = off, .line = l->line, .file = file,
 		.column = h->v8 ? l->discrim : 0,
 		.discrim = h->v8 ? 0 : l->discrim,
 	};
+}
+
+/* A row's file as the model has it: recovered (node), then as perf can
+ * read it; the last name's answer is kept (rows repeat their file). */
+static const char *row_file(pg_code_source *src, const struct pg_jd_line *l, const char *script,
+			    const char *canon, const char **last_in, const char **last_out)
+{
+	const char *f = script && l->file == script ? canon : l->file;
+
+	if (!f)
+		return "";	/* damaged beyond repair: no name */
+	if (f != *last_in) {
+		*last_in = f;
+		*last_out = perf_name(src, f);
+	}
+	return *last_out;
 }
 
 /* The LOAD's rows as offsets into its code, with what V8 and node did to
@@ -92,6 +152,7 @@ static int jd_rows(pg_code_source *src, struct jd_state *s, const struct pg_jd_l
 	char *script;
 	size_t n = 0, before = SIZE_MAX;
 	bool at_start = false;
+	const char *file, *last_in = NULL, *last_out = NULL;
 
 	if (!ld->debug || !ld->debug->nr_lines)
 		return 0;
@@ -129,14 +190,21 @@ static int jd_rows(pg_code_source *src, struct jd_state *s, const struct pg_jd_l
 			continue;
 		}
 		at_start |= off == 0;
-		out[n++] = row(h, &lines[i], off, script, canon);
+		if (!(file = row_file(src, &lines[i], script, canon, &last_in, &last_out)))
+			goto oom;
+		out[n++] = row(h, &lines[i], off, file);
 	}
 	if (before != SIZE_MAX && !at_start) {
-		out[n++] = row(h, &lines[before], 0, script, canon);
+		if (!(file = row_file(src, &lines[before], script, canon, &last_in, &last_out)))
+			goto oom;
+		out[n++] = row(h, &lines[before], 0, file);
 		dropped--;
 	}
 	free(script);
 	return pg_src_rows_done(src, ev, n, dropped);
+oom:
+	free(script);
+	return pg_err(src->diag, -ENOMEM, "%s: out of memory", src->path);
 }
 
 /* The LOAD's inline chains (INLINE_INFO), as the model has them: ranges
