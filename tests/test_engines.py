@@ -8,7 +8,10 @@ Each engine's oracle is independent of perfgraft's code: for Erlang
 from tests/engines/work.erl itself; for LLVM (lli-14 -jit-kind=mcjit,
 whose PerfJITEventListener adds 0x40 to every line address), llc-14's
 native line table for the same bitcode, compiled as MCJIT compiles it
-(-O2, the large code model, static relocations: the same bytes).  Asserted per engine: at least 99% of
+(-O2, the large code model, static relocations: the same bytes); for
+node with a script at a path shorter than 16 bytes (node overwrites the
+first 16 bytes of the name it writes: all of it), the functions' line
+ranges in tests/fixtures/perf/work.js.  Asserted per engine: at least 99% of
 the samples in JIT code are named, at least 95% of the samples in the
 workload's functions that carry a source line carry one of that
 function's lines, and never fewer right lines than perf inject --jit's.
@@ -242,6 +245,62 @@ class LLVM(Engine, unittest.TestCase):
         self.assertGreaterEqual(hits, ref_hits)
         print("\nllvm: %d of %d samples with llc's line (perf inject --jit: %d of %d)"
               % (hits, with_line, ref_hits, ref_with), file=sys.stderr)
+
+
+class NodeShortPath(Engine, unittest.TestCase):
+    """node damages every byte of a script name shorter than 16 bytes:
+    the name comes back from the function's own, and no control byte
+    reaches a symbol or a srcline."""
+
+    @classmethod
+    def setUpClass(cls):
+        if shutil.which(PF.NODE) is None:
+            raise unittest.SkipTest("node not found")
+        why = perf_record_problem()
+        if why:
+            raise unittest.SkipTest(why)
+
+    def test_lines(self):
+        short = "/tmp/p%x" % os.getpid()      # /tmp/pXXXX/w.js: under 16 bytes
+        os.mkdir(short)
+        self.addCleanup(shutil.rmtree, short)
+        script = os.path.join(short, "w.js")
+        self.assertLess(len(script), 16)
+        shutil.copy(PF.WORK_JS, script)
+        PF.run(PF.perf_cmd(self.debug, "record", "-N", "-q", "-k", "mono", "-e", "cpu-clock",
+                           "-o", os.path.join(self.dir, "perf.data"), "--", PF.NODE,
+                           *PF.NODE_FLAGS, script, "1000"), cwd=short)
+        for n in os.listdir(short):     # the dump goes with the recording
+            if n != "w.js":
+                shutil.move(os.path.join(short, n), self.dir)
+        PF.run([PF.PERFGRAFT, "inject", "-q", "-i", "perf.data", "-o", "pg.data",
+                "--jitdump-dir", self.dir], cwd=self.dir)
+        # srclines of the images only: perf's addr2line over node itself
+        # takes a minute
+        images = ",".join(sorted(os.listdir(os.path.join(self.dir, "pg.data.d"))))
+        _, out, _, _ = self.perf("script", "-i", "pg.data", "-F", "ip,sym,srcline",
+                                 "--dsos", images)
+        self.assertFalse(re.search(r"[\x00-\x08\x0b-\x1f\x7f]", out),
+                         "a control byte in perf script's symbols or srclines")
+        ranges = function_lines(PF.WORK_JS, r"^function (\w+)\(")
+        hits = with_line = total = 0
+        for _ip, sym, src in PF.parse_script_srclines(out):
+            m = re.match(r"JS:[*~^+]?(\w+) " + re.escape(script) + ":", sym or "")
+            if not m or m.group(1) not in ("fib", "mix", "sieve"):
+                continue
+            total += 1
+            if not src or src.startswith("??"):
+                continue
+            with_line += 1
+            f = re.fullmatch(r"(.*):(\d+)", src)
+            hits += bool(f and f.group(1) == "w.js" and int(f.group(2)) in ranges[m.group(1)])
+        self.assertGreater(total, 20, "too few samples in fib, mix and sieve")
+        self.assertGreaterEqual(with_line, 0.95 * total, "with a line: %d of %d"
+                                % (with_line, total))
+        self.assertGreaterEqual(hits, 0.95 * with_line, "in the function: %d of %d"
+                                % (hits, with_line))
+        print("\nnode, short path: %d of %d samples with the function's line"
+              % (hits, with_line), file=sys.stderr)
 
 
 if __name__ == "__main__":

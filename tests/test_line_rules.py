@@ -15,7 +15,12 @@ the image `perfgraft elf` writes, and llvm-dwarfdump's line table.
     has 0x40 removed, and `perfgraft dump` says why;
   - file names perf can split at their first ':' (perf reads addr2line's
     FILE:LINE so): a local file:// URL (Deno) becomes its path, percent
-    escapes decoded (never into a control byte); any other ':' is %3A.
+    escapes decoded (never into a control byte); any other ':' is %3A;
+  - node overwrites the first 16 bytes of the script names it writes
+    (length kept): a name shorter than that is all heap bytes, NULs and
+    control bytes among them; the reader finds where it really ends, and
+    the name comes back from the function's own, or stays empty (with a
+    warning that says so): no control byte reaches a name.
 """
 
 import os
@@ -199,6 +204,41 @@ class LineRules(unittest.TestCase):
                 for _r, w in self.NAMES:
                     self.assertIn(w, names)
                 self.assertFalse([n for n in names if ":" in n], names)
+
+    GARBAGE = b"\x94\x00\x01\x00\x41\x17\x43"      # 7 heap bytes where "/t/a.js" was
+
+    def short_name_dump(self, bo, mach, fname):
+        b = gen.JitdumpBuilder(bo=bo, elf_mach=mach, pad1=gen.V8_PAD1)
+        rows = [(A + 0x40 + 0x10 * k, 3 + k, 5, self.GARBAGE) for k in range(3)]
+        b.debug_info(A, rows)
+        b.load(b"JS:*f " + fname + b":3:5", gen.x86_64_code(0x40, 1), A, 0)
+        path = os.path.join(self.tmp, "short-%s-%d.dump" % (bo == ">", len(fname)))
+        b.write(path)
+        return path
+
+    def test_short_damaged_name_recovered(self):
+        for tag, bo, mach in ORDERS:
+            with self.subTest(order=tag):
+                path = self.short_name_dump(bo, mach, b"/t/a.js")
+                rc, out, err = run([PERFGRAFT, "symbolize", path] +
+                                   ["0x%x" % (A + 0x10 * k + 2) for k in range(3)])
+                self.assertEqual(rc, 0, err)
+                self.assertEqual([l.split("\t")[2] for l in out.splitlines()],
+                                 ["/t/a.js:%d:5" % (3 + k) for k in range(3)])
+                self.assertNotIn("keep no file name", err)
+
+    def test_short_damaged_name_not_recoverable(self):
+        # the function's name gives a script of another length: no name
+        for tag, bo, mach in ORDERS:
+            with self.subTest(order=tag):
+                path = self.short_name_dump(bo, mach, b"/t/other.js")
+                rc, out, err = run([PERFGRAFT, "symbolize", path] +
+                                   ["0x%x" % (A + 0x10 * k + 2) for k in range(3)])
+                self.assertEqual(rc, 0, err)
+                self.assertEqual([l.split("\t")[2] for l in out.splitlines()],
+                                 ["??:%d:5" % (3 + k) for k in range(3)])
+                self.assertIn("3 line rows of", err)
+                self.assertFalse(re.search(r"[\x00-\x08\x0b-\x1f\x7f]", out + err))
 
 
 if __name__ == "__main__":

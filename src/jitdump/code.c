@@ -77,15 +77,24 @@ static int hexval(char c)
  * the first ':', so a name with one shows as "file:0" (Deno names its
  * scripts file:///path/app.js, node its own modules node:internal/...).
  * A local file:// URL becomes its path (percent escapes decoded, but
- * never into a NUL or control byte); any other ':' is written %3A.  The
- * name itself when it has no ':'; NULL on OOM. */
+ * never into a NUL or control byte); any other ':' is written %3A, and a
+ * control byte '?'.  The name itself when it needs none of that; NULL on
+ * OOM. */
+static bool needs_fix(const char *s)
+{
+	for (; *s; s++)
+		if (*s == ':' || (unsigned char)*s < 0x20 || *s == 0x7f)
+			return true;
+	return false;
+}
+
 static const char *perf_name(pg_code_source *src, const char *name)
 {
 	const char *p = name;
 	bool url = false;
 	char *out, *o;
 
-	if (!name || !strchr(name, ':'))
+	if (!name || !needs_fix(name))
 		return name;
 	if (!strncmp(name, "file:///", 8)) {
 		p = name + 7;
@@ -104,11 +113,35 @@ static const char *perf_name(pg_code_source *src, const char *name)
 		} else if (*p == ':') {
 			memcpy(o, "%3A", 3);
 			o += 3;
+		} else if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+			*o++ = '?';	/* never a control byte in a name */
 		} else {
 			*o++ = *p;
 		}
 	}
 	*o = '\0';
+	return pg_src_keep_string(src, out);
+}
+
+static bool needs_symbol_fix(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return true;
+	return false;
+}
+
+/* A symbol name without control bytes (each becomes '?'): perf prints
+ * names as they are, and a terminal would act on them. */
+static const char *symbol_name(pg_code_source *src, const char *name)
+{
+	char *out = strdup(name);
+
+	if (!out)
+		return NULL;
+	for (char *p = out; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
 	return pg_src_keep_string(src, out);
 }
 
@@ -153,6 +186,7 @@ static int jd_rows(pg_code_source *src, struct jd_state *s, const struct pg_jd_l
 	size_t n = 0, before = SIZE_MAX;
 	bool at_start = false;
 	const char *file, *last_in = NULL, *last_out = NULL;
+	size_t unnamed = 0;
 
 	if (!ld->debug || !ld->debug->nr_lines)
 		return 0;
@@ -190,6 +224,7 @@ static int jd_rows(pg_code_source *src, struct jd_state *s, const struct pg_jd_l
 			continue;
 		}
 		at_start |= off == 0;
+		unnamed += !l->file && l->damaged;
 		if (!(file = row_file(src, &lines[i], script, canon, &last_in, &last_out)))
 			goto oom;
 		out[n++] = row(h, &lines[i], off, file);
@@ -201,6 +236,11 @@ static int jd_rows(pg_code_source *src, struct jd_state *s, const struct pg_jd_l
 		dropped--;
 	}
 	free(script);
+	/* the reader said the names were damaged; here is whether they came back */
+	if (unnamed)
+		pg_warn(src->diag, "%s: offset %llu: %zu line row%s of \"%s\" keep%s no file name: node damaged %s and the function's name does not give its script",
+			src->path, (unsigned long long)ev->src_offset, unnamed, unnamed == 1 ? "" : "s",
+			ev->name, unnamed == 1 ? "s" : "", unnamed == 1 ? "it" : "them");
 	return pg_src_rows_done(src, ev, n, dropped);
 oom:
 	free(script);
@@ -292,7 +332,9 @@ static int jd_next(pg_code_source *src, struct pg_code_event *ev)
 			ev->id = ld->code_index;
 			ev->addr = ld->code_addr;
 			ev->size = ld->code_size;
-			ev->name = ld->name;
+			ev->name = needs_symbol_fix(ld->name) ? symbol_name(src, ld->name) : ld->name;
+			if (!ev->name)
+				return pg_err(src->diag, -ENOMEM, "%s: out of memory", src->path);
 			ev->code = ld->code;
 			/* tables that map nothing describe no code of this LOAD */
 			if (u && u->mapped_size && u->eh_frame_hdr_size) {

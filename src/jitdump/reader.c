@@ -332,6 +332,16 @@ static void drop_debug(pg_jitdump *jd, struct pg_jd_debug *dbg)
 	jd->st.dropped_debug++;
 }
 
+/* Could the entry after a name ending at p - 1 start at p: a plausible
+ * entry, or for the last name only padding (under 8 bytes of zeros)? */
+static bool next_ok(const pg_jitdump *jd, const uint8_t *p, const uint8_t *end,
+		    uint64_t code_addr, bool last)
+{
+	if (last)
+		return end - p < 8 && all_zero(p, end);
+	return entry_plausible(jd, p, end, code_addr);
+}
+
 /* Decodes the entries of a DEBUG_INFO body.  Damage inside is a warning:
  * the record is dropped (or its damaged names), the walk goes on. */
 static void parse_debug(pg_jitdump *jd, uint64_t off, const uint8_t *body,
@@ -388,25 +398,24 @@ static void parse_debug(pg_jitdump *jd, uint64_t off, const uint8_t *body,
 		 * those 16 bytes.  One candidate per entry keeps this linear. */
 		if (nul - s < V8_DAMAGED_PREFIX || has_control(s, nul)) {
 			const uint8_t *from = s + V8_DAMAGED_PREFIX, *t = NULL;
-			bool good_next, cand_next;
+			bool last = i + 1 == dbg->nr_entry;
 
-			if (from <= nul)
-				t = nul;
-			else if (from < end)
-				t = memchr(from, 0, (size_t)(end - from));
-			if (i + 1 == dbg->nr_entry) {
-				/* the last name: only padding may follow it */
-				good_next = all_zero(nul + 1, end);
-				cand_next = t && end - (t + 1) < 8 && all_zero(t + 1, end);
-			} else {
-				good_next = entry_plausible(jd, nul + 1, end, dbg->code_addr);
-				cand_next = t && entry_plausible(jd, t + 1, end, dbg->code_addr);
-			}
-			if (t == nul) {
+			if (from <= nul) {
 				bad = has_control(s, nul);
-			} else if (!good_next && cand_next) {
-				nul = t;
-				bad = true;
+			} else if (!next_ok(jd, nul + 1, end, dbg->code_addr, last)) {
+				/* a name shorter than 16 bytes is all heap bytes:
+				 * its real end is the NUL within them after which
+				 * the next entry makes sense; a longer one's is the
+				 * first NUL past them */
+				for (t = nul + 1; t < from && t < end; t++)
+					if (!*t && next_ok(jd, t + 1, end, dbg->code_addr, last))
+						break;
+				if (t >= from || t >= end)
+					t = from < end ? memchr(from, 0, (size_t)(end - from)) : NULL;
+				if (t && next_ok(jd, t + 1, end, dbg->code_addr, last)) {
+					nul = t;
+					bad = true;
+				}
 			}
 		}
 		ln->damaged = NULL;
@@ -430,7 +439,7 @@ static void parse_debug(pg_jitdump *jd, uint64_t off, const uint8_t *body,
 	}
 	if (damaged) {
 		jd->st.damaged_names += damaged;
-		pg_warn(jd->diag, "%s: offset %llu: DEBUG_INFO has %llu entr%s whose file name node damaged (a known node/V8 bug); the lines are kept, the name is taken from the function's script where that matches",
+		pg_warn(jd->diag, "%s: offset %llu: DEBUG_INFO has %llu entr%s whose file name node damaged (a known node/V8 bug); the lines are kept, and the name is recovered from the function's script where it matches (a row that stays without one is named in a later warning)",
 			jd->name, (unsigned long long)off, (unsigned long long)damaged,
 			damaged == 1 ? "y" : "ies");
 	}
