@@ -24,11 +24,13 @@ Rules followed (see the jitdump notes, sections 1.2-1.6 and 1.8):
     never by the record's byte count alone; a record whose entries do not
     fit is dropped (dump.dropped_debug);
   * node writes some file names with their first 16 bytes replaced by
-    heap garbage that may contain NUL bytes.  When the NUL found by strlen
-    is not followed by a plausible next entry (address within
-    [code_addr, code_addr + 1 GiB) of the record's code_addr, line number
-    below 2^24), the walk
-    resyncs on the first later NUL that is, and the entry's file is None.
+    heap garbage that may contain NUL bytes (a name shorter than 16 bytes
+    is all garbage, its real NUL among them).  When the NUL found by
+    strlen is not followed by a plausible next entry (address within
+    [code_addr - 64 KiB, code_addr + 1 GiB) of the record's code_addr:
+    BeamAsm writes rows a little before the code; line number below
+    2^24), the walk resyncs on the first later NUL that is, and the
+    entry's file is None.
     For the last entry the name ends at the first NUL after which the rest
     of the record is zero padding.  A name with control bytes is damaged
     too.  "\\xff" means "same file as the previous entry" (None if that
@@ -43,6 +45,7 @@ LOAD, MOVE, DEBUG_INFO, CLOSE, UNWINDING_INFO = 0, 1, 2, 3, 4
 RECORD_NAMES = {LOAD: "LOAD", MOVE: "MOVE", DEBUG_INFO: "DEBUG_INFO",
                 CLOSE: "CLOSE", UNWINDING_INFO: "UNWINDING_INFO"}
 PLAUSIBLE_SPAN = 1 << 30          # 1 GiB
+PLAUSIBLE_BEFORE = 1 << 16        # rows this close before the code are real
 V8_LINE_BIAS = 0x40               # V8 (64-bit) adds this to line addresses
 
 
@@ -148,11 +151,13 @@ def _is_control(name):
 
 def _plausible(buf, pos, end, bo, code_addr):
     """Does an entry header that starts at pos look real?  Its address is
-    within [code_addr, code_addr + 1 GiB) and its line number below 2^24."""
+    within [code_addr - 64 KiB, code_addr + 1 GiB) and its line number
+    below 2^24."""
     if pos + 16 > end:
         return False
     a, line = struct.unpack_from(bo + "QI", buf, pos)
-    return code_addr <= a < code_addr + PLAUSIBLE_SPAN and line < (1 << 24)
+    return (code_addr - PLAUSIBLE_BEFORE <= a < code_addr + PLAUSIBLE_SPAN
+            and line < (1 << 24))
 
 
 def _parse_entries(buf, start, end, bo, code_addr, nr_entry):

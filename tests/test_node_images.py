@@ -847,6 +847,19 @@ class OracleSelfTest(unittest.TestCase):
             res.append(got)
         self.assertEqual(res[0], res[1])
 
+    def test_row_before_code_is_plausible(self):
+        """A short name followed by a row a little before the code (BeamAsm)
+        is not damaged, even at addresses small enough that a NUL inside
+        the big-endian address would make a shifted entry look real."""
+        code_addr = 0x7000
+        for bo in ("<", ">"):
+            ents = [(code_addr + 8, 21, 0, b"b.js\0"), (code_addr - 1, 23, 0, b"a.js\0")]
+            body = struct.pack(bo + "QQ", code_addr, len(ents))
+            for a, ln, col, nm in ents:
+                body += struct.pack(bo + "QII", a, ln, col) + nm
+            body += bytes(-(16 + len(body)) % 8)
+            hdr = struct.pack(bo + "IIIIIIQQ", jitdump_oracle.MAGIC, 1, 40, 62, 0, 77, 123, 0)
+            d = jitdump_oracle.parse(hdr + struct.pack(bo + "IIQ", 2, 16 + len(body), 5) + body)
+            got = [(e.addr, e.line, e.file) for e in d.debug_infos[0].entries]
+            self.assertEqual(got, [(code_addr + 8, 21, "b.js"), (code_addr - 1, 23, "a.js")], bo)
 
-if __name__ == "__main__":
-    unittest.main()

@@ -29,6 +29,10 @@
 #define UNLOAD_FIXED 32
 /* A line address this far past the DEBUG_INFO's code address is not one. */
 #define LINE_ADDR_SPAN (1ull << 30)
+/* nor one this far before it: rows a little before are real (BeamAsm's
+ * label ahead of the prologue, ~50 bytes), and must not make a short
+ * name followed by one look damaged */
+#define LINE_ADDR_BEFORE (1ull << 16)
 /* how many leading bytes of a file name node may overwrite */
 #define V8_DAMAGED_PREFIX 16
 
@@ -300,7 +304,7 @@ static bool entry_plausible(const pg_jitdump *jd, const uint8_t *p,
 {
 	if (end - p < DEBUG_ENTRY_MIN)
 		return false;
-	if (rd64(jd, p) - code_addr >= LINE_ADDR_SPAN)
+	if (rd64(jd, p) - (code_addr - LINE_ADDR_BEFORE) >= LINE_ADDR_BEFORE + LINE_ADDR_SPAN)
 		return false;
 	return memchr(p + 16, 0, (size_t)(end - p - 16)) != NULL;
 }
