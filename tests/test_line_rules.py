@@ -15,7 +15,8 @@ the image `perfgraft elf` writes, and llvm-dwarfdump's line table.
     has 0x40 removed, and `perfgraft dump` says why;
   - file names perf can split at their first ':' (perf reads addr2line's
     FILE:LINE so): a local file:// URL (Deno) becomes its path, percent
-    escapes decoded (never into a control byte); any other ':' is %3A;
+    escapes decoded (never into a control byte or a ':'); any other ':'
+    is %3A;
   - node overwrites the first 16 bytes of the script names it writes
     (length kept): a name shorter than that is all heap bytes, NULs and
     control bytes among them; the reader finds where it really ends, and
@@ -169,6 +170,7 @@ class LineRules(unittest.TestCase):
     NAMES = [(b"file:///srv/app/main.ts", "/srv/app/main.ts"),
              (b"file:///srv/my%20app/x.js", "/srv/my app/x.js"),
              (b"file:///srv/bad%00%0a%7f.js", "/srv/bad%00%0a%7f.js"),
+             (b"file:///srv/a%3Ab.js", "/srv/a%3Ab.js"),   # never decoded into a ':'
              (b"https://deno.land/std/fmt.ts", "https%3A//deno.land/std/fmt.ts"),
              (b"ext:core/01_core.js", "ext%3Acore/01_core.js"),
              (b"node:internal/main", "node%3Ainternal/main"),

@@ -77,8 +77,8 @@ static int hexval(char c)
  * the first ':', so a name with one shows as "file:0" (Deno names its
  * scripts file:///path/app.js, node its own modules node:internal/...).
  * A local file:// URL becomes its path (percent escapes decoded, but
- * never into a NUL or control byte); any other ':' is written %3A, and a
- * control byte '?'.  The name itself when it needs none of that; NULL on
+ * never into a NUL, a control byte or a ':'); any other ':' is written
+ * %3A, and a control byte '?'.  The name itself when it needs none of that; NULL on
  * OOM. */
 static bool needs_fix(const char *s)
 {
@@ -107,7 +107,8 @@ static const char *perf_name(pg_code_source *src, const char *name)
 		int hi = url && p[0] == '%' ? hexval(p[1]) : -1;
 		int lo = hi >= 0 ? hexval(p[2]) : -1, c = hi * 16 + lo;
 
-		if (lo >= 0 && c >= 0x20 && c != 0x7f) {
+		/* a ':' stays %3A, as anywhere else in a name */
+		if (lo >= 0 && c >= 0x20 && c != 0x7f && c != ':') {
 			*o++ = (char)c;
 			p += 2;
 		} else if (*p == ':') {
@@ -156,19 +157,24 @@ static struct pg_code_line row(const struct pg_jd_header *h, const struct pg_jd_
 }
 
 /* A row's file as the model has it: recovered (node), then as perf can
- * read it; the last name's answer is kept (rows repeat their file). */
-static const char *row_file(pg_code_source *src, const struct pg_jd_line *l, const char *script,
-			    const char *canon, const char **last_in, const char **last_out)
+ * read it; the last name's answer is kept (rows repeat their file).
+ * *file is NULL for a name damaged beyond repair (code.h's "unknown");
+ * false on OOM. */
+static bool row_file(pg_code_source *src, const struct pg_jd_line *l, const char *script,
+		     const char *canon, const char **last_in, const char **last_out,
+		     const char **file)
 {
 	const char *f = script && l->file == script ? canon : l->file;
 
+	*file = NULL;
 	if (!f)
-		return "";	/* damaged beyond repair: no name */
+		return true;
 	if (f != *last_in) {
 		*last_in = f;
 		*last_out = perf_name(src, f);
 	}
-	return *last_out;
+	*file = *last_out;
+	return *file != NULL;
 }
 
 /* The LOAD's rows as offsets into its code, with what V8 and node did to
@@ -225,14 +231,17 @@ static int jd_rows(pg_code_source *src, struct jd_state *s, const struct pg_jd_l
 		}
 		at_start |= off == 0;
 		unnamed += !l->file && l->damaged;
-		if (!(file = row_file(src, &lines[i], script, canon, &last_in, &last_out)))
+		if (!row_file(src, l, script, canon, &last_in, &last_out, &file))
 			goto oom;
-		out[n++] = row(h, &lines[i], off, file);
+		out[n++] = row(h, l, off, file);
 	}
 	if (before != SIZE_MAX && !at_start) {
-		if (!(file = row_file(src, &lines[before], script, canon, &last_in, &last_out)))
+		const struct pg_jd_line *l = &lines[before];
+
+		unnamed += !l->file && l->damaged;
+		if (!row_file(src, l, script, canon, &last_in, &last_out, &file))
 			goto oom;
-		out[n++] = row(h, &lines[before], 0, file);
+		out[n++] = row(h, l, 0, file);
 		dropped--;
 	}
 	free(script);
