@@ -207,6 +207,22 @@ class LineRules(unittest.TestCase):
                     self.assertIn(w, names)
                 self.assertFalse([n for n in names if ":" in n], names)
 
+    def test_short_last_name_before_padding(self):
+        # a short name is only node's damage when what follows it makes no
+        # sense: zeros of any length after the last one are padding
+        for tag, bo, mach in ORDERS:
+            with self.subTest(order=tag):
+                b = gen.JitdumpBuilder(bo=bo, elf_mach=mach)
+                b.debug_info(A, [(A, 4, 0, b"/src/app/long/x.erl"), (A + 8, 5, 0, b"w.erl")],
+                             trailer=bytes(8))
+                b.load(b"w:f/1", gen.x86_64_code(0x40, 1), A, 0)
+                path = os.path.join(self.tmp, "pad-%s.dump" % tag)
+                b.write(path)
+                rc, out, err = run([PERFGRAFT, "symbolize", path, "0x%x" % (A + 9)])
+                self.assertEqual(rc, 0, err)
+                self.assertEqual(out.split("\t")[2].strip(), "w.erl:5")
+                self.assertNotIn("warning", err)
+
     GARBAGE = b"\x94\x00\x01\x00\x41\x17\x43"      # 7 heap bytes where "/t/a.js" was
 
     def short_name_dump(self, bo, mach, fname):

@@ -336,8 +336,9 @@ static void drop_debug(pg_jitdump *jd, struct pg_jd_debug *dbg)
 	jd->st.dropped_debug++;
 }
 
-/* Could the entry after a name ending at p - 1 start at p: a plausible
- * entry, or for the last name only padding (under 8 bytes of zeros)? */
+/* Could the entry after a name ending at a candidate NUL p - 1 start at
+ * p: a plausible entry, or for the last name only padding (under 8 bytes
+ * of zeros)? */
 static bool next_ok(const pg_jitdump *jd, const uint8_t *p, const uint8_t *end,
 		    uint64_t code_addr, bool last)
 {
@@ -399,15 +400,19 @@ static void parse_debug(pg_jitdump *jd, uint64_t off, const uint8_t *body,
 		/* node 20 sometimes overwrites the first 16 bytes of a file
 		 * name with heap bytes (length kept), NULs and control bytes
 		 * among them: the name then really ends at the first NUL past
-		 * those 16 bytes.  One candidate per entry keeps this linear. */
+		 * those 16 bytes.  At most 16 candidates per entry (the NULs
+		 * within those bytes, or the first past them) keep this linear. */
 		if (nul - s < V8_DAMAGED_PREFIX || has_control(s, nul)) {
 			const uint8_t *from = s + V8_DAMAGED_PREFIX, *t = NULL;
 			bool last = i + 1 == dbg->nr_entry;
 
 			if (from <= nul) {
 				bad = has_control(s, nul);
-			} else if (!next_ok(jd, nul + 1, end, dbg->code_addr, last)) {
-				/* a name shorter than 16 bytes is all heap bytes:
+			} else if (!(last ? all_zero(nul + 1, end) :
+				     entry_plausible(jd, nul + 1, end, dbg->code_addr))) {
+				/* (the last name as written may have zeros of
+				 * any length after it: padding)
+				 * a name shorter than 16 bytes is all heap bytes:
 				 * its real end is the NUL within them after which
 				 * the next entry makes sense; a longer one's is the
 				 * first NUL past them */
