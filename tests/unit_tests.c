@@ -719,6 +719,42 @@ out:
 	pg_buf_free(&w.b);
 }
 
+/* Code of size 0 has no start for a row before it: that row is dropped
+ * like the others (the model's rows lie below the code's size). */
+static void test_code_model_empty(bool be)
+{
+	struct w w = { .b = { .big_endian = be } };
+	struct pg_diag d = { .warn = on_warn };
+	struct pg_code_event ev;
+	pg_code_source *src;
+	size_t at;
+
+	w_hdr(&w, 1, be ? 21 : 62, 0);
+	at = w_rec(&w, PG_JD_DEBUG_INFO, 999);
+	pg_buf_u64(&w.b, 0x7000);
+	pg_buf_u64(&w.b, 1);
+	w_row(&w, 0x7000 - 8, 7, 0, "z.erl", 5);
+	w_end(&w, at);
+	at = w_rec(&w, PG_JD_LOAD, 1000);
+	pg_buf_u32(&w.b, 4242);
+	pg_buf_u32(&w.b, 4243);
+	pg_buf_u64(&w.b, 0x7000);
+	pg_buf_u64(&w.b, 0x7000);
+	pg_buf_u64(&w.b, 0);	/* code_size */
+	pg_buf_u64(&w.b, 1);
+	pg_buf_str(&w.b, "empty");
+	w_end(&w, at);
+	CHECK(pg_code_open_mem(w.b.p, w.b.len, "e.dump", &d, &src) == 0, "open: %s", d.err);
+	if (src) {
+		CHECK(pg_code_next(src, &ev) == 1 && ev.kind == PG_CODE_LOAD && !ev.size,
+		      "empty LOAD: %s", d.err);
+		CHECK(!ev.nlines && ev.dropped_lines == 1, "empty code (%s): %zu rows, %llu dropped",
+		      be ? "be" : "le", ev.nlines, (unsigned long long)ev.dropped_lines);
+		pg_code_close(src);
+	}
+	pg_buf_free(&w.b);
+}
+
 /* --- sized opts/stats: a caller built against an older (shorter) or a
  * newer (longer) header --- */
 
@@ -1015,6 +1051,8 @@ int main(void)
 	test_noted_carry();
 	for (int i = 0; i < 4; i++)
 		test_code_model(i & 1, i & 2);
+	test_code_model_empty(false);
+	test_code_model_empty(true);
 	test_sized();
 	printf("%d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;

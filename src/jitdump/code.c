@@ -235,7 +235,8 @@ static int jd_rows(pg_code_source *src, struct jd_state *s, const struct pg_jd_l
 			goto oom;
 		out[n++] = row(h, l, off, file);
 	}
-	if (before != SIZE_MAX && !at_start) {
+	/* (code of size 0 has no start to give it) */
+	if (before != SIZE_MAX && !at_start && ld->code_size) {
 		const struct pg_jd_line *l = &lines[before];
 
 		unnamed += !l->file && l->damaged;
