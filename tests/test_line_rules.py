@@ -223,6 +223,30 @@ class LineRules(unittest.TestCase):
                 self.assertEqual(out.split("\t")[2].strip(), "w.erl:5")
                 self.assertNotIn("warning", err)
 
+    def test_inline_frames_names(self):
+        # perfgraft's INLINE_INFO frames name functions and files too: the
+        # images' inlined subroutines and file table get the same names
+        if shutil.which(DWARFDUMP) is None:
+            self.skipTest(DWARFDUMP + " not found")
+        for tag, bo, mach in ORDERS:
+            with self.subTest(order=tag):
+                b = gen.JitdumpBuilder(bo=bo, elf_mach=mach)
+                # in\tner called at x.js:5 from mid, called at y.js:7 from outer
+                b.inline_info(A, [b"outer", b"in\tner", b"node:lib/x.js", b"file:///srv/y.js",
+                                  b"mid"],
+                              [(0, 0x20, [(1, 2, 3), (4, 2, 5), (0, 3, 7)])])
+                b.load(b"outer", gen.x86_64_code(0x40, 1), A, 0)
+                path = os.path.join(self.tmp, "inl-%s.dump" % tag)
+                b.write(path)
+                img = self.image(path)
+                rc, out, err = run([DWARFDUMP, "--debug-info", "--debug-line", img])
+                self.assertEqual(rc, 0, err)
+                self.assertIn('"in?ner"', out)
+                files = set(re.findall(r'name: "([^"]*)"', out))
+                self.assertTrue({"node%3Alib/x.js", "/srv/y.js"} <= files, files)
+                self.assertFalse([f for f in files if ":" in f], files)
+                self.assertFalse(re.search(r"[\x00-\x08\x0b-\x1f\x7f]", out))
+
     GARBAGE = b"\x94\x00\x01\x00\x41\x17\x43"      # 7 heap bytes where "/t/a.js" was
 
     def short_name_dump(self, bo, mach, fname):

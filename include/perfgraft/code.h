@@ -10,11 +10,13 @@
  * its code bytes, its line rows, its inline chains and its unwind tables.
  *
  * Everything a producer does its own way is undone here, once, by the
- * reader: line addresses are offsets into the code (V8's bias removed),
- * columns are columns (V8 writes them as discriminators), damaged file
- * names are recovered (node), rows past the code are dropped (and
+ * reader: line addresses are offsets into the code (V8's and LLVM's bias
+ * removed), columns are columns (V8 writes them as discriminators), damaged
+ * file names are recovered (node), rows past the code are dropped (and
  * counted), the row nearest before the code applies from its start
- * (BeamAsm), rows are sorted by offset.  The image builder,
+ * (BeamAsm), rows are sorted by offset; names hold no control byte ('?'
+ * instead) and file names no ':' (perf splits FILE:LINE at the first: a
+ * local file:// URL is its path, any other ':' %3A).  The image builder,
  * the symbolizer, inject and the perf-map writer take only this model.
  *
  * Ownership: strings, code bytes and unwind tables in an event stay valid

@@ -294,9 +294,17 @@ static int jd_inlines(pg_code_source *src, struct jd_state *s, const struct pg_j
 		o->len = r->len;
 		o->nframes = r->nframes;
 		o->frames = &s->frames[nf];
-		for (uint32_t k = 0; k < r->nframes; k++)
-			s->frames[nf++] = (struct pg_code_frame){ .func = r->frames[k].func,
-				.file = r->frames[k].file, .line = r->frames[k].line };
+		for (uint32_t k = 0; k < r->nframes; k++) {
+			const struct pg_jd_frame *f = &r->frames[k];
+			/* the same names as the rows' and the LOADs' */
+			const char *func = needs_symbol_fix(f->func) ? symbol_name(src, f->func) : f->func;
+			const char *file = perf_name(src, f->file);
+
+			if (!func || (f->file && !file))
+				return pg_err(src->diag, -ENOMEM, "%s: out of memory", src->path);
+			s->frames[nf++] = (struct pg_code_frame){ .func = func, .file = file,
+								  .line = f->line };
+		}
 	}
 	if (bad) {
 		pg_warn(src->diag, "%s: offset %llu: INLINE_INFO has %zu range%s that %s empty, outside the code or out of order; dropped",
