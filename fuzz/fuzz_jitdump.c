@@ -197,6 +197,16 @@ static void walk_all(const uint8_t *data, size_t size)
 }
 
 /* Pass 2: LOADs into ELF images. */
+/* A name as the code model gives it: no control byte (and for a file
+ * name no ':', which perf would split FILE:LINE at); NULL is fine. */
+static bool name_ok(const char *s, bool file)
+{
+	for (; s && *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f || (file && *s == ':'))
+			return false;
+	return true;
+}
+
 static void build_images(const uint8_t *data, size_t size)
 {
 	struct pg_diag diag;
@@ -241,10 +251,14 @@ static void build_images(const uint8_t *data, size_t size)
 				break;
 			continue;
 		}
-		/* the model's promise: rows inside the code, with a line, by offset */
+		/* the model's promise: rows inside the code, by offset; names
+		 * without control bytes, file names without a ':' */
+		if (!name_ok(ev.name, false))
+			abort();
 		for (size_t i = 0; i < ev.nlines; i++)
-			if (ev.lines[i].off >= ev.size || !ev.lines[i].line ||
-			    (i && ev.lines[i].off < ev.lines[i - 1].off))
+			if (ev.lines[i].off >= ev.size ||
+			    (i && ev.lines[i].off < ev.lines[i - 1].off) ||
+			    !name_ok(ev.lines[i].file, true))
 				abort();
 		/* and its inline chains: inside the code, not empty, in order
 		 * without overlap, 2.. frames each with a function */
@@ -254,9 +268,13 @@ static void build_images(const uint8_t *data, size_t size)
 			if (!c->len || c->off + c->len > ev.size || c->nframes < 2 ||
 			    (i && c->off < ev.inlines[i - 1].off + ev.inlines[i - 1].len))
 				abort();
-			for (uint32_t k = 0; k < c->nframes; k++)
+			for (uint32_t k = 0; k < c->nframes; k++) {
+				if (!name_ok(c->frames[k].func, false) ||
+				    !name_ok(c->frames[k].file, true))
+					abort();
 				sink += touch_str(c->frames[k].func) + touch_str(c->frames[k].file) +
 					c->frames[k].line;
+			}
 		}
 		if (nseen < 64) {	/* the first LOADs: frames to note */
 			seen_addr[nseen] = ev.addr + ev.size / 2;

@@ -24,15 +24,20 @@ Rules followed (see the jitdump notes, sections 1.2-1.6 and 1.8):
     never by the record's byte count alone; a record whose entries do not
     fit is dropped (dump.dropped_debug);
   * node writes some file names with their first 16 bytes replaced by
-    heap garbage that may contain NUL bytes.  When the NUL found by strlen
-    is not followed by a plausible next entry (address within
-    [code_addr, code_addr + 1 GiB) of the record's code_addr, line number
-    below 2^24), the walk
-    resyncs on the first later NUL that is, and the entry's file is None.
+    heap garbage that may contain NUL bytes (a name shorter than 16 bytes
+    is all garbage, its real NUL among them).  When the NUL found by
+    strlen is not followed by a plausible next entry (address within
+    [code_addr - 64 KiB, code_addr + 1 GiB) of the record's code_addr:
+    BeamAsm writes rows a little before the code; line number below
+    2^24), the walk resyncs on the first later NUL that is, and the
+    entry's file is None.
     For the last entry the name ends at the first NUL after which the rest
     of the record is zero padding.  A name with control bytes is damaged
     too.  "\\xff" means "same file as the previous entry" (None if that
     one was damaged).
+
+What perfgraft's code model makes of the names (issue 22), for oracles
+of its outputs: perf_file_name() and symbol_name().
 """
 
 import struct
@@ -43,6 +48,7 @@ LOAD, MOVE, DEBUG_INFO, CLOSE, UNWINDING_INFO = 0, 1, 2, 3, 4
 RECORD_NAMES = {LOAD: "LOAD", MOVE: "MOVE", DEBUG_INFO: "DEBUG_INFO",
                 CLOSE: "CLOSE", UNWINDING_INFO: "UNWINDING_INFO"}
 PLAUSIBLE_SPAN = 1 << 30          # 1 GiB
+PLAUSIBLE_BEFORE = 1 << 16        # rows this close before the code are real
 V8_LINE_BIAS = 0x40               # V8 (64-bit) adds this to line addresses
 
 
@@ -148,11 +154,60 @@ def _is_control(name):
 
 def _plausible(buf, pos, end, bo, code_addr):
     """Does an entry header that starts at pos look real?  Its address is
-    within [code_addr, code_addr + 1 GiB) and its line number below 2^24."""
+    within [code_addr - 64 KiB, code_addr + 1 GiB) and its line number
+    below 2^24."""
     if pos + 16 > end:
         return False
     a, line = struct.unpack_from(bo + "QI", buf, pos)
-    return code_addr <= a < code_addr + PLAUSIBLE_SPAN and line < (1 << 24)
+    return (code_addr - PLAUSIBLE_BEFORE <= a < code_addr + PLAUSIBLE_SPAN
+            and line < (1 << 24))
+
+
+def _is_ctl(b):
+    return b < 0x20 or b == 0x7F
+
+
+def perf_file_name(name):
+    """The file name perfgraft's code model gives a row whose producer
+    wrote name (bytes or a surrogateescape str; the same type back).  perf
+    reads addr2line's FILE:LINE up to the first ':', so: a local file:///
+    URL becomes its path, its %XX escapes decoded unless into a control
+    byte or a ':'; any other ':' becomes %3A; a control byte becomes '?'.
+    None stays None."""
+    if name is None:
+        return None
+    as_str = isinstance(name, str)
+    raw = name.encode("utf-8", "surrogateescape") if as_str else bytes(name)
+    url = raw.startswith(b"file:///")
+    if url:
+        raw = raw[len(b"file://"):]
+    out = bytearray()
+    i = 0
+    while i < len(raw):
+        c = raw[i]
+        esc = raw[i + 1:i + 3]
+        if (url and c == ord("%") and len(esc) == 2 and
+                all(chr(x) in "0123456789abcdefABCDEF" for x in esc)):
+            v = int(esc, 16)
+            if not _is_ctl(v) and v != ord(":"):
+                out.append(v)
+                i += 3
+                continue
+        if c == ord(":"):
+            out += b"%3A"
+        elif _is_ctl(c):
+            out += b"?"
+        else:
+            out.append(c)
+        i += 1
+    out = bytes(out)
+    return out.decode("utf-8", "surrogateescape") if as_str else out
+
+
+def symbol_name(name):
+    """A LOAD's name as perfgraft's code model gives it (symbols, --list):
+    each control byte becomes '?' (a terminal would act on it)."""
+    return bytes(ord("?") if _is_ctl(b) else b for b in name)
 
 
 def _parse_entries(buf, start, end, bo, code_addr, nr_entry):

@@ -631,9 +631,12 @@ static void w_row(struct w *w, uint64_t addr, uint32_t line, uint32_t disc, cons
 }
 
 /* The code model undoes the producers' quirks in the reader: V8's bias and
- * column, node's damaged names; rows outside the code or without a line
- * dropped and counted; rows sorted by offset, equal offsets in file order.
- * A dump not written by V8 keeps its discriminators. */
+ * column, node's damaged names; rows past the code dropped and counted; of
+ * the rows before it, the nearest applies from the start (the others
+ * dropped); line-0 rows kept as line 0; rows sorted by offset, equal
+ * offsets in file order.  A dump not written by V8 keeps its
+ * discriminators.  The short name "b.js" is followed by a row before the
+ * code: that row is a real one, not a sign that "b.js" is damaged. */
 static void test_code_model(bool be, bool v8)
 {
 	static const char script[] = "/srv/app/lib/handlers/report.js";
@@ -652,13 +655,14 @@ static void test_code_model(bool be, bool v8)
 	w_hdr(&w, 1, be ? 21 : 62, v8 ? 0xdeadbeef : 0);
 	at = w_rec(&w, PG_JD_DEBUG_INFO, 999);
 	pg_buf_u64(&w.b, 0x7000);
-	pg_buf_u64(&w.b, 6);
+	pg_buf_u64(&w.b, 7);
 	w_row(&w, 0x7000 + bias + 8, 21, 4, "a.js", 4);
 	w_row(&w, 0x7000 + bias + 2, 20, 3, damaged, strlen(script));
 	w_row(&w, 0x7000 + bias + 8, 22, 5, "b.js", 4);
-	w_row(&w, 0x7000 + bias - 1, 23, 1, "a.js", 4);	/* before the code */
+	w_row(&w, 0x7000 + bias - 1, 23, 1, "a.js", 4);	/* nearest before the code */
 	w_row(&w, 0x7000 + bias + 100, 24, 1, "a.js", 4);	/* after it */
-	w_row(&w, 0x7000 + bias + 5, 0, 1, "a.js", 4);		/* no line */
+	w_row(&w, 0x7000 + bias + 5, 0, 1, "a.js", 4);		/* no source line */
+	w_row(&w, 0x7000 + bias - 9, 25, 2, "a.js", 4);	/* farther before */
 	w_end(&w, at);
 	w_load(&w, name, 0x7000, 3);
 	CHECK(pg_code_open_mem(w.b.p, w.b.len, "m.dump", &d, &src) == 0, "open: %s", d.err);
@@ -669,17 +673,19 @@ static void test_code_model(bool be, bool v8)
 	CHECK(pg_code_next(src, &ev) == 1 && ev.kind == PG_CODE_LOAD, "LOAD: %s", d.err);
 	CHECK(ev.addr == 0x7000 && ev.size == sizeof(code1) && ev.id == 3 && !strcmp(ev.name, name) &&
 	      ev.time == 1003 && !ev.cfi && !ev.ninlines, "LOAD fields");
-	CHECK(ev.nlines == 3 && ev.dropped_lines == 3, "%s: %zu rows, %llu dropped", v8 ? "V8" : "plain",
+	CHECK(ev.nlines == 5 && ev.dropped_lines == 2, "%s: %zu rows, %llu dropped", v8 ? "V8" : "plain",
 	      ev.nlines, (unsigned long long)ev.dropped_lines);
-	if (ev.nlines == 3) {
+	if (ev.nlines == 5) {
 		static const struct { uint64_t off; uint32_t line, disc; const char *file; } want[] = {
-			{ 2, 20, 3, script }, { 8, 21, 4, "a.js" }, { 8, 22, 5, "b.js" },
+			{ 0, 23, 1, "a.js" }, { 2, 20, 3, script }, { 5, 0, 1, "a.js" },
+			{ 8, 21, 4, "a.js" }, { 8, 22, 5, "b.js" },
 		};
 
-		for (int i = 0; i < 3; i++) {
+		for (int i = 0; i < 5; i++) {
 			const struct pg_code_line *l = &ev.lines[i];
-			/* only V8's damaged names are recovered: its names carry the script */
-			const char *file = !v8 && i == 0 ? NULL : want[i].file;
+			/* only V8's damaged names are recovered: its names carry
+			 * the script; the others stay unknown (NULL) */
+			const char *file = !v8 && i == 1 ? NULL : want[i].file;
 
 			CHECK(l->off == want[i].off && l->line == want[i].line &&
 			      l->column == (v8 ? want[i].disc : 0) &&
@@ -706,10 +712,46 @@ static void test_code_model(bool be, bool v8)
 		      "older stats struct: sz %zu", c.old.sz);
 	}
 	pg_code_stats(src, &st);
-	CHECK(st.loads == 1 && st.line_tables == 1 && st.lines == 6 && st.dropped_lines == 3 &&
+	CHECK(st.loads == 1 && st.line_tables == 1 && st.lines == 7 && st.dropped_lines == 2 &&
 	      st.recovered_names == (v8 ? 1u : 0u), "stats");
 	pg_code_close(src);
 out:
+	pg_buf_free(&w.b);
+}
+
+/* Code of size 0 has no start for a row before it: that row is dropped
+ * like the others (the model's rows lie below the code's size). */
+static void test_code_model_empty(bool be)
+{
+	struct w w = { .b = { .big_endian = be } };
+	struct pg_diag d = { .warn = on_warn };
+	struct pg_code_event ev;
+	pg_code_source *src;
+	size_t at;
+
+	w_hdr(&w, 1, be ? 21 : 62, 0);
+	at = w_rec(&w, PG_JD_DEBUG_INFO, 999);
+	pg_buf_u64(&w.b, 0x7000);
+	pg_buf_u64(&w.b, 1);
+	w_row(&w, 0x7000 - 8, 7, 0, "z.erl", 5);
+	w_end(&w, at);
+	at = w_rec(&w, PG_JD_LOAD, 1000);
+	pg_buf_u32(&w.b, 4242);
+	pg_buf_u32(&w.b, 4243);
+	pg_buf_u64(&w.b, 0x7000);
+	pg_buf_u64(&w.b, 0x7000);
+	pg_buf_u64(&w.b, 0);	/* code_size */
+	pg_buf_u64(&w.b, 1);
+	pg_buf_str(&w.b, "empty");
+	w_end(&w, at);
+	CHECK(pg_code_open_mem(w.b.p, w.b.len, "e.dump", &d, &src) == 0, "open: %s", d.err);
+	if (src) {
+		CHECK(pg_code_next(src, &ev) == 1 && ev.kind == PG_CODE_LOAD && !ev.size,
+		      "empty LOAD: %s", d.err);
+		CHECK(!ev.nlines && ev.dropped_lines == 1, "empty code (%s): %zu rows, %llu dropped",
+		      be ? "be" : "le", ev.nlines, (unsigned long long)ev.dropped_lines);
+		pg_code_close(src);
+	}
 	pg_buf_free(&w.b);
 }
 
@@ -1009,6 +1051,8 @@ int main(void)
 	test_noted_carry();
 	for (int i = 0; i < 4; i++)
 		test_code_model(i & 1, i & 2);
+	test_code_model_empty(false);
+	test_code_model_empty(true);
 	test_sized();
 	printf("%d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;

@@ -10,10 +10,13 @@
  * its code bytes, its line rows, its inline chains and its unwind tables.
  *
  * Everything a producer does its own way is undone here, once, by the
- * reader: line addresses are offsets into the code (V8's bias removed),
- * columns are columns (V8 writes them as discriminators), damaged file
- * names are recovered (node), rows outside the code or without a line are
- * dropped (and counted), rows are sorted by offset.  The image builder,
+ * reader: line addresses are offsets into the code (V8's and LLVM's bias
+ * removed), columns are columns (V8 writes them as discriminators), damaged
+ * file names are recovered (node), rows past the code are dropped (and
+ * counted), the row nearest before the code applies from its start
+ * (BeamAsm), rows are sorted by offset; names hold no control byte ('?'
+ * instead) and file names no ':' (perf splits FILE:LINE at the first: a
+ * local file:// URL is its path, any other ':' %3A).  The image builder,
  * the symbolizer, inject and the perf-map writer take only this model.
  *
  * Ownership: strings, code bytes and unwind tables in an event stay valid
@@ -55,7 +58,7 @@ struct pg_code_process {
 struct pg_code_line {
 	uint64_t off;		/* from the code's start, below its size */
 	const char *file;	/* NULL: unknown (damaged beyond repair) */
-	uint32_t line;		/* never 0 */
+	uint32_t line;		/* 0: no source line (DWARF's meaning) */
 	uint32_t column;	/* 1-based; 0: not known */
 	uint32_t discrim;	/* DWARF discriminator; 0: none */
 };
@@ -104,7 +107,7 @@ struct pg_code_event {
 	const struct pg_code_line *lines;	/* by off; equal offs in the
 						 * producer's order */
 	size_t nlines;
-	uint64_t dropped_lines;	/* rows outside the code or without a line */
+	uint64_t dropped_lines;	/* rows outside the code */
 	const struct pg_code_inline *inlines;	/* by off, not overlapping */
 	size_t ninlines;
 	const struct pg_code_cfi *cfi;	/* usable unwind tables, or NULL */
@@ -142,8 +145,7 @@ struct pg_code_stats {
 	uint64_t loads, moves, unloads;
 	uint64_t line_tables;	/* line tables read (damaged ones not counted) */
 	uint64_t lines;		/* rows in them */
-	uint64_t dropped_lines;	/* rows of LOADs dropped: outside their code,
-				 * or without a line */
+	uint64_t dropped_lines;	/* rows of LOADs dropped: outside their code */
 	uint64_t recovered_names;	/* LOADs whose damaged file names were recovered */
 	uint64_t truncated_bytes;	/* tail bytes ignored */
 	uint64_t inlines;		/* inline ranges kept */

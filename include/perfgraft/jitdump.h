@@ -55,7 +55,10 @@ struct pg_jd_header {
 	bool is_64bit;		/* ELF class guessed from elf_mach */
 	bool v8;		/* written by V8 (pad1 == 0xdeadbeef) */
 	uint32_t line_bias;	/* what the producer added to line addresses
-				 * (V8: 0x40, 0x34 on 32-bit); 0 otherwise */
+				 * (V8: 0x40, 0x34 on 32-bit; LLVM's
+				 * PerfJITEventListener: 0x40); 0 otherwise */
+	const char *line_bias_why;	/* line_bias != 0: the evidence, said
+					 * to a user (perfgraft dump) */
 };
 
 struct pg_jd_line {

@@ -246,10 +246,15 @@ static int dump_jitdump(const char *path, bool json, struct cli_warnings *w)
 	if (json) {
 		printf("{\"format\":\"jitdump\",\"file\":");
 		json_str(stdout, path);
-		printf(",\"header\":{\"version\":%u,\"total_size\":%u,\"elf_mach\":%u,\"pad1\":%u,\"pid\":%u,\"timestamp\":%llu,\"flags\":%llu,\"byte_order\":\"%s\",\"class\":%d,\"line_bias\":%u},\n\"records\":[",
+		printf(",\"header\":{\"version\":%u,\"total_size\":%u,\"elf_mach\":%u,\"pad1\":%u,\"pid\":%u,\"timestamp\":%llu,\"flags\":%llu,\"byte_order\":\"%s\",\"class\":%d,\"line_bias\":%u,\"line_bias_why\":",
 		       h->version, h->total_size, h->elf_mach, h->pad1, h->pid,
 		       (unsigned long long)h->timestamp, (unsigned long long)h->flags,
 		       h->big_endian ? "big" : "little", h->is_64bit ? 64 : 32, h->line_bias);
+		if (h->line_bias_why)
+			json_str(stdout, h->line_bias_why);
+		else
+			printf("null");
+		printf("},\n\"records\":[");
 	} else {
 		printf("%s: jitdump version %u, %s-endian, %d-bit, e_machine %u, pid %u\n", path,
 		       h->version, h->big_endian ? "big" : "little", h->is_64bit ? 64 : 32,
@@ -259,9 +264,9 @@ static int dump_jitdump(const char *path, bool json, struct cli_warnings *w)
 		       (unsigned long long)h->flags,
 		       h->flags & PG_JITDUMP_FLAG_ARCH_TIMESTAMP ? " (ARCH_TIMESTAMP)" : "");
 		/* the reader's finding: what the producer added to line addresses */
-		if (h->v8)
-			printf("; written by V8: line addresses are 0x%x past their instruction",
-			       h->line_bias);
+		if (h->line_bias)
+			printf("; line addresses are 0x%x past their instruction: %s",
+			       h->line_bias, h->line_bias_why);
 		printf("\n");
 		printf("    offset  record\n");
 	}

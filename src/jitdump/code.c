@@ -4,7 +4,8 @@
  *  - V8 adds 0x40 (0x34 on 32-bit) to every line address: removed;
  *  - V8 writes the 1-based column where the discriminator goes: moved;
  *  - node damages the first bytes of script names: recovered (recover.c);
- *  - rows outside their code or with line 0 are dropped, rows sorted;
+ *  - rows past their code are dropped; of the rows before it, the one
+ *    nearest the start applies from the start (BeamAsm); rows sorted;
  *  - inline ranges (perfgraft's INLINE_INFO) that are empty, outside the
  *    code or out of order are dropped. */
 #include <errno.h>
@@ -66,8 +67,119 @@ static void jd_close(pg_code_source *src)
 	free(s);
 }
 
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+	       c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* A file name perf can split: perf reads addr2line's "FILE:LINE" up to
+ * the first ':', so a name with one shows as "file:0" (Deno names its
+ * scripts file:///path/app.js, node its own modules node:internal/...).
+ * A local file:// URL becomes its path (percent escapes decoded, but
+ * never into a NUL, a control byte or a ':'); any other ':' is written
+ * %3A, and a control byte '?'.  The name itself when it needs none of that; NULL on
+ * OOM. */
+static bool needs_fix(const char *s)
+{
+	for (; *s; s++)
+		if (*s == ':' || (unsigned char)*s < 0x20 || *s == 0x7f)
+			return true;
+	return false;
+}
+
+static const char *perf_name(pg_code_source *src, const char *name)
+{
+	const char *p = name;
+	bool url = false;
+	char *out, *o;
+
+	if (!name || !needs_fix(name))
+		return name;
+	if (!strncmp(name, "file:///", 8)) {
+		p = name + 7;
+		url = true;
+	}
+	out = malloc(3 * strlen(p) + 1);
+	if (!out)
+		return NULL;
+	for (o = out; *p; p++) {
+		int hi = url && p[0] == '%' ? hexval(p[1]) : -1;
+		int lo = hi >= 0 ? hexval(p[2]) : -1, c = hi * 16 + lo;
+
+		/* a ':' stays %3A, as anywhere else in a name */
+		if (lo >= 0 && c >= 0x20 && c != 0x7f && c != ':') {
+			*o++ = (char)c;
+			p += 2;
+		} else if (*p == ':') {
+			memcpy(o, "%3A", 3);
+			o += 3;
+		} else if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+			*o++ = '?';	/* never a control byte in a name */
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o = '\0';
+	return pg_src_keep_string(src, out);
+}
+
+static bool needs_symbol_fix(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return true;
+	return false;
+}
+
+/* A symbol name without control bytes (each becomes '?'): perf prints
+ * names as they are, and a terminal would act on them. */
+static const char *symbol_name(pg_code_source *src, const char *name)
+{
+	char *out = strdup(name);
+
+	if (!out)
+		return NULL;
+	for (char *p = out; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	return pg_src_keep_string(src, out);
+}
+
+static struct pg_code_line row(const struct pg_jd_header *h, const struct pg_jd_line *l,
+			      uint64_t off, const char *file)
+{
+	return (struct pg_code_line){
+		.off = off, .line = l->line, .file = file,
+		.column = h->v8 ? l->discrim : 0,
+		.discrim = h->v8 ? 0 : l->discrim,
+	};
+}
+
+/* A row's file as the model has it: recovered (node), then as perf can
+ * read it; the last name's answer is kept (rows repeat their file).
+ * *file is NULL for a name damaged beyond repair (code.h's "unknown");
+ * false on OOM. */
+static bool row_file(pg_code_source *src, const struct pg_jd_line *l, const char *script,
+		     const char *canon, const char **last_in, const char **last_out,
+		     const char **file)
+{
+	const char *f = script && l->file == script ? canon : l->file;
+
+	*file = NULL;
+	if (!f)
+		return true;
+	if (f != *last_in) {
+		*last_in = f;
+		*last_out = perf_name(src, f);
+	}
+	*file = *last_out;
+	return *file != NULL;
+}
+
 /* The LOAD's rows as offsets into its code, with what V8 and node did to
- * them undone. */
+ * them undone.  Line 0 ("no source line", DWARF's meaning) is kept: its
+ * bytes must not take the line before. */
 static int jd_rows(pg_code_source *src, struct jd_state *s, const struct pg_jd_load *ld,
 		   struct pg_code_event *ev)
 {
@@ -77,7 +189,10 @@ static int jd_rows(pg_code_source *src, struct jd_state *s, const struct pg_jd_l
 	struct pg_code_line *out;
 	uint64_t dropped = 0;
 	char *script;
-	size_t n = 0;
+	size_t n = 0, before = SIZE_MAX;
+	bool at_start = false;
+	const char *file, *last_in = NULL, *last_out = NULL;
+	size_t unnamed = 0;
 
 	if (!ld->debug || !ld->debug->nr_lines)
 		return 0;
@@ -101,19 +216,45 @@ static int jd_rows(pg_code_source *src, struct jd_state *s, const struct pg_jd_l
 		const struct pg_jd_line *l = &lines[i];
 		uint64_t off = l->addr - h->line_bias - ld->code_addr;
 
-		if (l->addr < ld->code_addr + h->line_bias || off >= ld->code_size || !l->line) {
+		if (l->addr < ld->code_addr + h->line_bias) {
+			/* BeamAsm puts a function's first row on the label
+			 * ahead of its prologue: the row nearest the start
+			 * (the later of equals) is the start's */
+			if (before == SIZE_MAX || l->addr >= lines[before].addr)
+				before = i;
 			dropped++;
 			continue;
 		}
-		out[n++] = (struct pg_code_line){
-			.off = off, .line = l->line,
-			.file = script && l->file == script ? canon : l->file,
-			.column = h->v8 ? l->discrim : 0,
-			.discrim = h->v8 ? 0 : l->discrim,
-		};
+		if (off >= ld->code_size) {
+			dropped++;
+			continue;
+		}
+		at_start |= off == 0;
+		unnamed += !l->file && l->damaged;
+		if (!row_file(src, l, script, canon, &last_in, &last_out, &file))
+			goto oom;
+		out[n++] = row(h, l, off, file);
+	}
+	/* (code of size 0 has no start to give it) */
+	if (before != SIZE_MAX && !at_start && ld->code_size) {
+		const struct pg_jd_line *l = &lines[before];
+
+		unnamed += !l->file && l->damaged;
+		if (!row_file(src, l, script, canon, &last_in, &last_out, &file))
+			goto oom;
+		out[n++] = row(h, l, 0, file);
+		dropped--;
 	}
 	free(script);
+	/* the reader said the names were damaged; here is whether they came back */
+	if (unnamed)
+		pg_warn(src->diag, "%s: offset %llu: %zu line row%s of \"%s\" keep%s no file name: node damaged %s and the function's name does not give its script",
+			src->path, (unsigned long long)ev->src_offset, unnamed, unnamed == 1 ? "" : "s",
+			ev->name, unnamed == 1 ? "s" : "", unnamed == 1 ? "it" : "them");
 	return pg_src_rows_done(src, ev, n, dropped);
+oom:
+	free(script);
+	return pg_err(src->diag, -ENOMEM, "%s: out of memory", src->path);
 }
 
 /* The LOAD's inline chains (INLINE_INFO), as the model has them: ranges
@@ -153,9 +294,17 @@ static int jd_inlines(pg_code_source *src, struct jd_state *s, const struct pg_j
 		o->len = r->len;
 		o->nframes = r->nframes;
 		o->frames = &s->frames[nf];
-		for (uint32_t k = 0; k < r->nframes; k++)
-			s->frames[nf++] = (struct pg_code_frame){ .func = r->frames[k].func,
-				.file = r->frames[k].file, .line = r->frames[k].line };
+		for (uint32_t k = 0; k < r->nframes; k++) {
+			const struct pg_jd_frame *f = &r->frames[k];
+			/* the same names as the rows' and the LOADs' */
+			const char *func = needs_symbol_fix(f->func) ? symbol_name(src, f->func) : f->func;
+			const char *file = perf_name(src, f->file);
+
+			if (!func || (f->file && !file))
+				return pg_err(src->diag, -ENOMEM, "%s: out of memory", src->path);
+			s->frames[nf++] = (struct pg_code_frame){ .func = func, .file = file,
+								  .line = f->line };
+		}
 	}
 	if (bad) {
 		pg_warn(src->diag, "%s: offset %llu: INLINE_INFO has %zu range%s that %s empty, outside the code or out of order; dropped",
@@ -201,7 +350,9 @@ static int jd_next(pg_code_source *src, struct pg_code_event *ev)
 			ev->id = ld->code_index;
 			ev->addr = ld->code_addr;
 			ev->size = ld->code_size;
-			ev->name = ld->name;
+			ev->name = needs_symbol_fix(ld->name) ? symbol_name(src, ld->name) : ld->name;
+			if (!ev->name)
+				return pg_err(src->diag, -ENOMEM, "%s: out of memory", src->path);
 			ev->code = ld->code;
 			/* tables that map nothing describe no code of this LOAD */
 			if (u && u->mapped_size && u->eh_frame_hdr_size) {

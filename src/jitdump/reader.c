@@ -29,6 +29,10 @@
 #define UNLOAD_FIXED 32
 /* A line address this far past the DEBUG_INFO's code address is not one. */
 #define LINE_ADDR_SPAN (1ull << 30)
+/* nor one this far before it: rows a little before are real (BeamAsm's
+ * label ahead of the prologue, ~50 bytes), and must not make a short
+ * name followed by one look damaged */
+#define LINE_ADDR_BEFORE (1ull << 16)
 /* how many leading bytes of a file name node may overwrite */
 #define V8_DAMAGED_PREFIX 16
 
@@ -110,6 +114,39 @@ static bool loads_above_4g(const pg_jitdump *jd)
 	return false;
 }
 
+/* LLVM's PerfJITEventListener (lli, PostgreSQL, Julia, any program that
+ * embeds it) adds 0x40 to every line address as V8 does, but leaves pad1
+ * 0.  It shows in the dump: it lives in an llvm-IR-jit-* directory, and
+ * its LOADs have vma 0 with the function's first row (its entry line,
+ * which LLVM always emits) at code_addr + 0x40.  The first LOAD with a
+ * DEBUG_INFO among the first 256 records decides.  Returns why, or NULL. */
+static const char *llvm_bias(const pg_jitdump *jd)
+{
+	uint64_t off = jd->hdr.total_size, first = 0;
+	bool have = false;
+	const char *dir = strstr(jd->name, "llvm-IR-jit-");
+
+	if (dir && (dir == jd->name || dir[-1] == '/') && strchr(dir, '/'))
+		return "LLVM's PerfJITEventListener: the dump is in an llvm-IR-jit-* directory";
+	for (int n = 0; n < 256 && jd->size - off >= REC_HDR; n++) {
+		const uint8_t *p = jd->base + off;
+		uint32_t id = rd32(jd, p), tsz = rd32(jd, p + 4);
+
+		if (tsz < REC_HDR || tsz > jd->size - off)
+			break;
+		if (id == PG_JD_DEBUG_INFO && tsz >= REC_HDR + 32 && rd64(jd, p + REC_HDR + 8)) {
+			first = rd64(jd, p + REC_HDR + 16);
+			have = true;
+		} else if (id == PG_JD_LOAD && tsz >= REC_HDR + LOAD_FIXED && have) {
+			if (!rd64(jd, p + REC_HDR + 8) && first == rd64(jd, p + REC_HDR + 16) + 0x40)
+				return "LLVM's PerfJITEventListener: LOADs with vma 0, the first line row at the code + 0x40";
+			return NULL;
+		}
+		off += tsz;
+	}
+	return NULL;
+}
+
 static int parse_header(pg_jitdump *jd)
 {
 	struct pg_jd_header *h = &jd->hdr;
@@ -159,6 +196,10 @@ static int parse_header(pg_jitdump *jd)
 	}
 	/* V8 adds the size of the ELF header of its own class */
 	h->line_bias = h->v8 ? (h->is_64bit ? 0x40 : 0x34) : 0;
+	if (h->v8)
+		h->line_bias_why = "written by V8 (header pad1 0xdeadbeef)";
+	else if ((h->line_bias_why = llvm_bias(jd)))
+		h->line_bias = 0x40;
 	if (h->flags & ~PG_JITDUMP_FLAG_ARCH_TIMESTAMP)
 		pg_warn(jd->diag, "%s: offset 32: unknown header flags 0x%llx ignored",
 			jd->name, (unsigned long long)(h->flags & ~PG_JITDUMP_FLAG_ARCH_TIMESTAMP));
@@ -263,7 +304,7 @@ static bool entry_plausible(const pg_jitdump *jd, const uint8_t *p,
 {
 	if (end - p < DEBUG_ENTRY_MIN)
 		return false;
-	if (rd64(jd, p) - code_addr >= LINE_ADDR_SPAN)
+	if (rd64(jd, p) - (code_addr - LINE_ADDR_BEFORE) >= LINE_ADDR_BEFORE + LINE_ADDR_SPAN)
 		return false;
 	return memchr(p + 16, 0, (size_t)(end - p - 16)) != NULL;
 }
@@ -293,6 +334,17 @@ static void drop_debug(pg_jitdump *jd, struct pg_jd_debug *dbg)
 	dbg->nr_lines = 0;
 	dbg->lines = NULL;
 	jd->st.dropped_debug++;
+}
+
+/* Could the entry after a name ending at a candidate NUL p - 1 start at
+ * p: a plausible entry, or for the last name only padding (under 8 bytes
+ * of zeros)? */
+static bool next_ok(const pg_jitdump *jd, const uint8_t *p, const uint8_t *end,
+		    uint64_t code_addr, bool last)
+{
+	if (last)
+		return end - p < 8 && all_zero(p, end);
+	return entry_plausible(jd, p, end, code_addr);
 }
 
 /* Decodes the entries of a DEBUG_INFO body.  Damage inside is a warning:
@@ -348,28 +400,31 @@ static void parse_debug(pg_jitdump *jd, uint64_t off, const uint8_t *body,
 		/* node 20 sometimes overwrites the first 16 bytes of a file
 		 * name with heap bytes (length kept), NULs and control bytes
 		 * among them: the name then really ends at the first NUL past
-		 * those 16 bytes.  One candidate per entry keeps this linear. */
+		 * those 16 bytes.  At most 16 candidates per entry (the NULs
+		 * within those bytes, or the first past them) keep this linear. */
 		if (nul - s < V8_DAMAGED_PREFIX || has_control(s, nul)) {
 			const uint8_t *from = s + V8_DAMAGED_PREFIX, *t = NULL;
-			bool good_next, cand_next;
+			bool last = i + 1 == dbg->nr_entry;
 
-			if (from <= nul)
-				t = nul;
-			else if (from < end)
-				t = memchr(from, 0, (size_t)(end - from));
-			if (i + 1 == dbg->nr_entry) {
-				/* the last name: only padding may follow it */
-				good_next = all_zero(nul + 1, end);
-				cand_next = t && end - (t + 1) < 8 && all_zero(t + 1, end);
-			} else {
-				good_next = entry_plausible(jd, nul + 1, end, dbg->code_addr);
-				cand_next = t && entry_plausible(jd, t + 1, end, dbg->code_addr);
-			}
-			if (t == nul) {
+			if (from <= nul) {
 				bad = has_control(s, nul);
-			} else if (!good_next && cand_next) {
-				nul = t;
-				bad = true;
+			} else if (!(last ? all_zero(nul + 1, end) :
+				     entry_plausible(jd, nul + 1, end, dbg->code_addr))) {
+				/* (the last name as written may have zeros of
+				 * any length after it: padding)
+				 * a name shorter than 16 bytes is all heap bytes:
+				 * its real end is the NUL within them after which
+				 * the next entry makes sense; a longer one's is the
+				 * first NUL past them */
+				for (t = nul + 1; t < from && t < end; t++)
+					if (!*t && next_ok(jd, t + 1, end, dbg->code_addr, last))
+						break;
+				if (t >= from || t >= end)
+					t = from < end ? memchr(from, 0, (size_t)(end - from)) : NULL;
+				if (t && next_ok(jd, t + 1, end, dbg->code_addr, last)) {
+					nul = t;
+					bad = true;
+				}
 			}
 		}
 		ln->damaged = NULL;
@@ -393,7 +448,7 @@ static void parse_debug(pg_jitdump *jd, uint64_t off, const uint8_t *body,
 	}
 	if (damaged) {
 		jd->st.damaged_names += damaged;
-		pg_warn(jd->diag, "%s: offset %llu: DEBUG_INFO has %llu entr%s whose file name node damaged (a known node/V8 bug); the lines are kept, the name is taken from the function's script where that matches",
+		pg_warn(jd->diag, "%s: offset %llu: DEBUG_INFO has %llu entr%s whose file name node damaged (a known node/V8 bug); the lines are kept, and the name is recovered from the function's script where it matches (a row that stays without one is named in a later warning)",
 			jd->name, (unsigned long long)off, (unsigned long long)damaged,
 			damaged == 1 ? "y" : "ies");
 	}

@@ -1,0 +1,307 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Real JIT engines recorded with perf, injected by perfgraft and by
+`perf inject --jit`, and read back with `perf script -F srcline`.
+
+Each engine's oracle is independent of perfgraft's code: for Erlang
+(BeamAsm, `erl +JPperf dump`), the line ranges of the hot functions read
+from tests/engines/work.erl itself; for LLVM (lli-14 -jit-kind=mcjit,
+whose PerfJITEventListener adds 0x40 to every line address), llc-14's
+native line table for the same bitcode, compiled as MCJIT compiles it
+(-O2, the large code model, static relocations: the same bytes); for
+node with a script at a path shorter than 16 bytes (node overwrites the
+first 16 bytes of the name it writes: all of it), the functions' line
+ranges in tests/fixtures/perf/work.js.  Asserted per engine: at least 99% of
+the samples in JIT code are named, at least 95% of the samples in the
+workload's functions that carry a source line carry one of that
+function's lines, and never fewer right lines than perf inject --jit's.
+
+BeamAsm writes its dump as /tmp/jit-PID.dump, and perf inject writes its
+/tmp/jitted-PID-N.so beside it: both are removed when the test ends.
+perf runs with its own --buildid-dir; a test skips, with its reason, when
+its engine or a working `perf record` is missing."""
+
+import glob
+import os
+import re
+import shutil
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import jitdump_oracle  # noqa: E402
+import perf_fixture as PF  # noqa: E402
+
+ENGINES = os.path.join(HERE, "engines")
+
+
+def perf_record_problem():
+    if shutil.which(PF.PERF) is None:
+        return "perf (%s) not found" % PF.PERF
+    with tempfile.TemporaryDirectory(prefix="perfgraft-perfcheck.") as d:
+        cmd = PF.perf_cmd(os.path.join(d, "debug"), "record", "-N", "-q", "-e", "cpu-clock",
+                          "-o", os.path.join(d, "p.data"), "--", "true")
+        rc, _, err, _ = PF.run(cmd, cwd=d, check=False, timeout=60)
+        if rc or not os.path.isfile(os.path.join(d, "p.data")):
+            return "`%s` does not work here: %s" % (PF.shell(cmd), err.strip()[-200:])
+    return None
+
+
+def function_lines(source, pattern=r"^([a-z_][A-Za-z0-9_]*)\("):
+    """{name: set of lines} of each function of an Erlang source: from its
+    first clause to the line before the next function's (blank and comment
+    lines included; a sample never lands on them anyway)."""
+    starts = []
+    with open(source) as f:
+        for no, ln in enumerate(f, 1):
+            m = re.match(pattern, ln)
+            if m and (not starts or starts[-1][1] != m.group(1)):
+                starts.append((no, m.group(1)))
+    total = no
+    out = {}
+    for i, (no, name) in enumerate(starts):
+        end = starts[i + 1][0] if i + 1 < len(starts) else total + 1
+        out.setdefault(name, set()).update(range(no, end))
+    return out
+
+
+class Engine:
+    """What every engine test shares: a recording directory, both
+    injections and their `perf script` samples."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="perfgraft-engine.")
+        self.dir = self.tmp.name
+        self.debug = os.path.join(self.dir, "debug")
+        os.makedirs(self.debug)
+        self.addCleanup(self.tmp.cleanup)
+
+    def perf(self, *args, **kw):
+        return PF.run(PF.perf_cmd(self.debug, *args), cwd=self.dir, **kw)
+
+    def samples(self, data):
+        _, out, _, _ = self.perf("script", "-i", data, "-F", "ip,sym,srcline")
+        return PF.parse_script_srclines(out)
+
+    def inject_both(self):
+        PF.run([PF.PERFGRAFT, "inject", "-q", "-i", "perf.data", "-o", "pg.data"], cwd=self.dir)
+        self.perf("inject", "--jit", "-i", "perf.data", "-o", "ref.data")
+        return self.samples("pg.data"), self.samples("ref.data")
+
+    def check(self, pg, ref, ranges, funcs, file_name):
+        """funcs: {symbol: set of right lines}."""
+        jit = [s for s in pg if s[0] in ranges]
+        self.assertGreater(len(jit), 50, "too few JIT samples to judge")
+        named = [s for s in jit if s[1] and s[1] != "[unknown]" and not s[1].startswith("0x")]
+        self.assertGreaterEqual(len(named), 0.99 * len(jit),
+                                "JIT samples named: %d of %d" % (len(named), len(jit)))
+
+        def right(samples):
+            hits = with_line = 0
+            for _ip, sym, src in samples:
+                if sym not in funcs or not src or src.startswith("??"):
+                    continue
+                with_line += 1
+                m = re.fullmatch(r"(.*):(\d+)", src)
+                hits += bool(m and os.path.basename(m.group(1)) == file_name and
+                             int(m.group(2)) in funcs[sym])
+            return hits, with_line
+
+        hits, with_line = right(pg)
+        ref_hits, _ = right(ref)
+        in_funcs = sum(1 for s in pg if s[1] in funcs)
+        self.assertGreater(in_funcs, 20, "too few samples in %s" % sorted(funcs))
+        self.assertGreaterEqual(with_line, 0.95 * in_funcs,
+                                "samples of the workload with a line: %d of %d"
+                                % (with_line, in_funcs))
+        self.assertGreaterEqual(hits, 0.95 * with_line,
+                                "right lines: %d of %d" % (hits, with_line))
+        self.assertGreaterEqual(hits, ref_hits, "perf inject --jit has more right lines")
+        return hits, with_line, ref_hits
+
+
+class Erlang(Engine, unittest.TestCase):
+    """BeamAsm puts each function's first DEBUG_INFO row on the label just
+    before its code: that row applies from the code's start."""
+
+    @classmethod
+    def setUpClass(cls):
+        for tool in ("erl", "erlc"):
+            if shutil.which(tool) is None:
+                raise unittest.SkipTest("%s not found (Debian: apt-get install erlang-base)"
+                                        % tool)
+        why = perf_record_problem()
+        if why:
+            raise unittest.SkipTest(why)
+
+    def record(self):
+        src = os.path.join(ENGINES, "work.erl")
+        PF.run(["erlc", "-o", self.dir, src], cwd=self.dir)
+        before = set(glob.glob("/tmp/jit-*.dump"))
+        try:
+            self.perf("record", "-N", "-q", "-k", "mono", "-e", "cpu-clock", "-o", "perf.data",
+                      "--", "erl", "+JPperf", "dump", "-noshell", "-pa", self.dir,
+                      "-s", "work", "main")
+        finally:
+            new = sorted(set(glob.glob("/tmp/jit-*.dump")) - before)
+            for d in new:
+                pid = re.search(r"jit-(\d+)\.dump", d).group(1)
+                self.addCleanup(lambda pid=pid: [os.unlink(f) for f in
+                                                 glob.glob("/tmp/jitted-%s-*.so" % pid)])
+                self.addCleanup(os.unlink, d)
+        self.assertEqual(len(new), 1, "erl wrote %d jitdumps" % len(new))
+        return new[0], src
+
+    def test_lines(self):
+        dump, src = self.record()
+        pg, ref = self.inject_both()
+        loads = jitdump_oracle.parse(dump).loads
+        ranges = PF.CodeRanges(loads)
+        fl = function_lines(src)
+        funcs = {}
+        for ld in loads:
+            m = re.fullmatch(r"work:(\w+)/\d+", ld.name.decode("utf-8", "replace"))
+            if m and m.group(1) in fl:
+                funcs[m.group(0)] = fl[m.group(1)]
+        self.assertIn("work:fib/1", funcs)
+        hits, with_line, ref_hits = self.check(pg, ref, ranges, funcs, "work.erl")
+        print("\nerlang: %d of %d samples with a line right (perf inject --jit: %d)"
+              % (hits, with_line, ref_hits), file=sys.stderr)
+
+
+class LLVM(Engine, unittest.TestCase):
+    """lli's PerfJITEventListener biases every line address by 0x40."""
+
+    @classmethod
+    def setUpClass(cls):
+        for tool in ("clang-14", "lli-14", "llc-14", "llvm-dwarfdump-14", "nm"):
+            if shutil.which(tool) is None:
+                raise unittest.SkipTest("%s not found (Debian: apt-get install clang-14 llvm-14)"
+                                        % tool)
+        why = perf_record_problem()
+        if why:
+            raise unittest.SkipTest(why)
+
+    def oracle(self, bc):
+        """{function: [(offset, line)]} from llc-14's object for bc."""
+        obj = os.path.join(self.dir, "work.o")
+        PF.run(["llc-14", "-O2", "-code-model=large", "-relocation-model=static",
+                "-filetype=obj", "-o", obj, bc])
+        _, out, _, _ = PF.run(["nm", obj])
+        funcs = {f[2]: int(f[0], 16) for f in (l.split() for l in out.splitlines())
+                 if len(f) == 3 and f[1] == "T"}
+        _, out, _, _ = PF.run(["llvm-dwarfdump-14", "--debug-line", obj])
+        rows = []
+        for l in out.splitlines():
+            m = re.match(r"^0x([0-9a-f]{16})\s+(\d+)\s", l)
+            if m and "end_sequence" not in l:
+                rows.append((int(m.group(1), 16), int(m.group(2))))
+        starts = sorted(funcs.values())
+        table = {}
+        for name, start in funcs.items():
+            end = min([s for s in starts if s > start] + [1 << 62])
+            table[name] = [(a - start, ln) for a, ln in rows if start <= a < end]
+        return table
+
+    def test_lines(self):
+        bc = os.path.join(self.dir, "work.bc")
+        PF.run(["clang-14", "-g", "-O1", "-emit-llvm", "-c", "-o", bc,
+                os.path.join(ENGINES, "work.c")])
+        env = dict(os.environ, JITDUMPDIR=self.dir)
+        PF.run(PF.perf_cmd(self.debug, "record", "-N", "-q", "-k", "mono", "-e", "cpu-clock",
+                           "-o", "perf.data", "--", "lli-14", "-jit-kind=mcjit", bc),
+               cwd=self.dir, env=env)
+        dumps = glob.glob(os.path.join(self.dir, ".debug", "jit", "llvm-IR-jit-*", "jit-*.dump"))
+        self.assertEqual(len(dumps), 1, "lli wrote %d jitdumps" % len(dumps))
+        table = self.oracle(bc)
+        PF.run([PF.PERFGRAFT, "inject", "-q", "-i", "perf.data", "-o", "pg.data"], cwd=self.dir)
+        self.perf("inject", "--jit", "-i", "perf.data", "-o", "ref.data")
+
+        def right(data):
+            _, out, _, _ = self.perf("script", "-i", data, "-F", "ip,sym,symoff,srcline")
+            hits = with_line = total = 0
+            for ip, symoff, src in PF.parse_script_srclines(out):
+                m = re.fullmatch(r"(\w+)\+0x([0-9a-f]+)", symoff or "")
+                if not m or m.group(1) not in table:
+                    continue
+                total += 1
+                want = [ln for off, ln in table[m.group(1)] if off <= int(m.group(2), 16)]
+                if not src or src.startswith("??") or not want:
+                    continue
+                with_line += 1
+                hits += src == "work.c:%d" % want[-1]
+            return hits, with_line, total
+
+        hits, with_line, total = right("pg.data")
+        ref_hits, ref_with, _ = right("ref.data")
+        self.assertGreater(total, 50, "too few samples in the JIT functions")
+        self.assertGreaterEqual(with_line, 0.95 * total,
+                                "samples with a line: %d of %d" % (with_line, total))
+        self.assertGreaterEqual(hits, 0.95 * with_line,
+                                "llc's line: %d of %d" % (hits, with_line))
+        self.assertGreaterEqual(hits, ref_hits)
+        print("\nllvm: %d of %d samples with llc's line (perf inject --jit: %d of %d)"
+              % (hits, with_line, ref_hits, ref_with), file=sys.stderr)
+
+
+class NodeShortPath(Engine, unittest.TestCase):
+    """node damages every byte of a script name shorter than 16 bytes:
+    the name comes back from the function's own, and no control byte
+    reaches a symbol or a srcline."""
+
+    @classmethod
+    def setUpClass(cls):
+        if shutil.which(PF.NODE) is None:
+            raise unittest.SkipTest("node not found")
+        why = perf_record_problem()
+        if why:
+            raise unittest.SkipTest(why)
+
+    def test_lines(self):
+        short = "/tmp/p%x" % os.getpid()      # /tmp/pXXXX/w.js: under 16 bytes
+        os.mkdir(short)
+        self.addCleanup(shutil.rmtree, short)
+        script = os.path.join(short, "w.js")
+        self.assertLess(len(script), 16)
+        shutil.copy(PF.WORK_JS, script)
+        PF.run(PF.perf_cmd(self.debug, "record", "-N", "-q", "-k", "mono", "-e", "cpu-clock",
+                           "-o", os.path.join(self.dir, "perf.data"), "--", PF.NODE,
+                           *PF.NODE_FLAGS, script, "1000"), cwd=short)
+        for n in os.listdir(short):     # the dump goes with the recording
+            if n != "w.js":
+                shutil.move(os.path.join(short, n), self.dir)
+        PF.run([PF.PERFGRAFT, "inject", "-q", "-i", "perf.data", "-o", "pg.data",
+                "--jitdump-dir", self.dir], cwd=self.dir)
+        # srclines of the images only: perf's addr2line over node itself
+        # takes a minute
+        images = ",".join(sorted(os.listdir(os.path.join(self.dir, "pg.data.d"))))
+        _, out, _, _ = self.perf("script", "-i", "pg.data", "-F", "ip,sym,srcline",
+                                 "--dsos", images)
+        self.assertFalse(re.search(r"[\x00-\x08\x0b-\x1f\x7f]", out),
+                         "a control byte in perf script's symbols or srclines")
+        ranges = function_lines(PF.WORK_JS, r"^function (\w+)\(")
+        hits = with_line = total = 0
+        for _ip, sym, src in PF.parse_script_srclines(out):
+            m = re.match(r"JS:[*~^+]?(\w+) " + re.escape(script) + ":", sym or "")
+            if not m or m.group(1) not in ("fib", "mix", "sieve"):
+                continue
+            total += 1
+            if not src or src.startswith("??"):
+                continue
+            with_line += 1
+            f = re.fullmatch(r"(.*):(\d+)", src)
+            hits += bool(f and f.group(1) == "w.js" and int(f.group(2)) in ranges[m.group(1)])
+        self.assertGreater(total, 20, "too few samples in fib, mix and sieve")
+        self.assertGreaterEqual(with_line, 0.95 * total, "with a line: %d of %d"
+                                % (with_line, total))
+        self.assertGreaterEqual(hits, 0.95 * with_line, "in the function: %d of %d"
+                                % (hits, with_line))
+        print("\nnode, short path: %d of %d samples with the function's line"
+              % (hits, with_line), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
