@@ -23,6 +23,7 @@ BeamAsm writes its dump as /tmp/jit-PID.dump, and perf inject writes its
 perf runs with its own --buildid-dir; a test skips, with its reason, when
 its engine or a working `perf record` is missing."""
 
+import collections
 import glob
 import os
 import re
@@ -105,6 +106,38 @@ class Engine:
                  glob.glob(os.path.join(dump_dir or self.dir, "jitted-*.so"))]
         return self.samples("pg.data", ours), self.samples("ref.data", perfs)
 
+    def annotate_lines(self, data, sym):
+        """perf annotate -l's summary of sym: [(percent, file, line)], the
+        "??:0" share with file None."""
+        _, out, _, _ = self.perf("annotate", "-i", data, "--stdio", "--stdio-color", "never",
+                                 "-l", "-s", sym, check=False)
+        rows = []
+        for ln in out.splitlines():
+            if ln.lstrip().startswith("Percent"):
+                break
+            m = re.match(r"^\s*(\d+\.\d+)\s+(.*):(\d+)\s*$", ln)
+            if m:
+                f = None if m.group(2) == "??" else os.path.basename(m.group(2))
+                rows.append((float(m.group(1)), f, int(m.group(3))))
+        return rows
+
+    def check_annotate(self, sym, file_name, lines, ref=True):
+        """In perf annotate of sym on perfgraft's output, at least 95% of
+        the share with a source line is on one of lines in file_name, and
+        that share is no smaller than on perf inject --jit's output."""
+        def right(data):
+            rows = self.annotate_lines(data, sym)
+            known = sum(p for p, f, _ in rows if f)
+            good = sum(p for p, f, ln in rows if f == file_name and ln in lines)
+            return rows, known, good
+        rows, known, good = right("pg.data")
+        self.assertGreater(known, 0, "perf annotate -l of %r: no source lines: %r" % (sym, rows))
+        self.assertGreaterEqual(good, 0.95 * known, "perf annotate -l of %r: %r" % (sym, rows))
+        if ref:
+            _, _, ref_good = right("ref.data")
+            self.assertGreaterEqual(good + 0.01, ref_good)
+        return good
+
     def check(self, pg, ref, ranges, funcs, file_name):
         """funcs: {symbol: set of right lines}."""
         jit = [s for s in pg if s[0] in ranges]
@@ -182,8 +215,10 @@ class Erlang(Engine, unittest.TestCase):
                 funcs[m.group(0)] = fl[m.group(1)]
         self.assertIn("work:fib/1", funcs)
         hits, with_line, ref_hits = self.check(pg, ref, ranges, funcs, "work.erl")
-        print("\nerlang: %d of %d samples with a line right (perf inject --jit: %d)"
-              % (hits, with_line, ref_hits), file=sys.stderr)
+        good = self.check_annotate("work:fib/1", "work.erl", funcs["work:fib/1"])
+        print("\nerlang: %d of %d samples with a line right (perf inject --jit: %d); "
+              "annotate: %.1f%% on fib's lines" % (hits, with_line, ref_hits, good),
+              file=sys.stderr)
 
 
 class LLVM(Engine, unittest.TestCase):
@@ -257,8 +292,10 @@ class LLVM(Engine, unittest.TestCase):
         self.assertGreaterEqual(hits, 0.95 * with_line,
                                 "llc's line: %d of %d" % (hits, with_line))
         self.assertGreaterEqual(hits, ref_hits)
-        print("\nllvm: %d of %d samples with llc's line (perf inject --jit: %d of %d)"
-              % (hits, with_line, ref_hits, ref_with), file=sys.stderr)
+        good = self.check_annotate("mix", "work.c", {ln for _off, ln in table["mix"]})
+        print("\nllvm: %d of %d samples with llc's line (perf inject --jit: %d of %d); "
+              "annotate: %.1f%% on mix's lines" % (hits, with_line, ref_hits, ref_with, good),
+              file=sys.stderr)
 
 
 class NodeShortPath(Engine, unittest.TestCase):
@@ -298,11 +335,13 @@ class NodeShortPath(Engine, unittest.TestCase):
                          "a control byte in perf script's symbols or srclines")
         ranges = function_lines(PF.WORK_JS, r"^function (\w+)\(")
         hits = with_line = total = 0
+        hot = collections.Counter()
         for _ip, sym, src in PF.parse_script_srclines(out):
             m = re.match(r"JS:[*~^+]?(\w+) " + re.escape(script) + ":", sym or "")
             if not m or m.group(1) not in ("fib", "mix", "sieve"):
                 continue
             total += 1
+            hot[(sym, m.group(1))] += 1
             if not src or src.startswith("??"):
                 continue
             with_line += 1
@@ -313,8 +352,10 @@ class NodeShortPath(Engine, unittest.TestCase):
                                 % (with_line, total))
         self.assertGreaterEqual(hits, 0.95 * with_line, "in the function: %d of %d"
                                 % (hits, with_line))
-        print("\nnode, short path: %d of %d samples with the function's line"
-              % (hits, with_line), file=sys.stderr)
+        (sym, func), _n = hot.most_common(1)[0]
+        good = self.check_annotate(sym, "w.js", ranges[func], ref=False)
+        print("\nnode, short path: %d of %d samples with the function's line; "
+              "annotate: %.1f%% on %s's lines" % (hits, with_line, good, func), file=sys.stderr)
 
 
 def js_engine(name, env_var, hint):
@@ -344,6 +385,8 @@ class Deno(Engine, unittest.TestCase):
         pg, ref = self.inject_both(images_only=True)
         fl = function_lines(script, r"^function (\w+)\(")
 
+        hot = collections.Counter()
+
         def right(samples):
             hits = with_line = total = 0
             for _ip, sym, src in samples:
@@ -351,6 +394,7 @@ class Deno(Engine, unittest.TestCase):
                 if not m:
                     continue
                 total += 1
+                hot[(sym, m.group(1))] += 1
                 if not src or src.startswith("??"):
                     continue
                 with_line += 1
@@ -367,8 +411,11 @@ class Deno(Engine, unittest.TestCase):
                                 % (with_line, total))
         self.assertGreaterEqual(hits, 0.95 * with_line, "right lines: %d of %d" % (hits, with_line))
         self.assertGreaterEqual(hits, ref_hits)
-        print("\ndeno: %d of %d samples with their function's line (perf inject --jit: %d)"
-              % (hits, with_line, ref_hits), file=sys.stderr)
+        (sym, func), _n = hot.most_common(1)[0]
+        good = self.check_annotate(sym, "work.js", fl[func])
+        print("\ndeno: %d of %d samples with their function's line (perf inject --jit: %d); "
+              "annotate: %.1f%% on %s's lines" % (hits, with_line, ref_hits, good, func),
+              file=sys.stderr)
 
 
 class Bun(Engine, unittest.TestCase):
