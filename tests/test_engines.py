@@ -13,7 +13,8 @@ node with a script at a path shorter than 16 bytes (node overwrites the
 first 16 bytes of the name it writes: all of it), the functions' line
 ranges in tests/fixtures/perf/work.js; for Deno (V8, which names its
 scripts file:///path), those of tests/engines/work.js; for Bun
-(JavaScriptCore, names only), that its hot functions are named at all.  Asserted per engine: at least 99% of
+(JavaScriptCore, names only), PHP's opcache JIT and PostgreSQL's LLVM JIT
+(names only), that the JIT samples are named, and the hot functions.  Asserted per engine: at least 99% of
 the samples in JIT code are named, at least 95% of the samples in the
 workload's functions that carry a source line carry one of that
 function's lines, and never fewer right lines than perf inject --jit's.
@@ -94,7 +95,7 @@ class Engine:
         _, out, _, _ = self.perf(*args)
         return PF.parse_script_srclines(out)
 
-    def inject_both(self, images_only=False, dump_dir=None):
+    def inject_both(self, images_only=False, ref_glob=None):
         """Both injections' samples; images_only: only those in the JIT
         images (perf's addr2line over a 100 MB runtime takes minutes)."""
         PF.run([PF.PERFGRAFT, "inject", "-q", "-i", "perf.data", "-o", "pg.data"], cwd=self.dir)
@@ -103,7 +104,7 @@ class Engine:
             return self.samples("pg.data"), self.samples("ref.data")
         ours = os.listdir(os.path.join(self.dir, "pg.data.d"))
         perfs = [os.path.basename(f) for f in
-                 glob.glob(os.path.join(dump_dir or self.dir, "jitted-*.so"))]
+                 glob.glob(ref_glob or os.path.join(self.dir, "jitted-*.so"))]
         return self.samples("pg.data", ours), self.samples("ref.data", perfs)
 
     def annotate_lines(self, data, sym):
@@ -450,6 +451,126 @@ class Bun(Engine, unittest.TestCase):
         self.assertGreater(len(hot), len(ref_hot))
         print("\nbun: %d samples named fib or mix (perf inject --jit: %d)"
               % (len(hot), len(ref_hot)), file=sys.stderr)
+
+
+class NamesOnly(Engine):
+    """What a names-only engine's test shares: at least 99% of the samples
+    in the JIT images named, and no fewer than perf inject --jit names."""
+
+    def check_names(self, label, pattern, ref_glob=None):
+        pg, ref = self.inject_both(images_only=True, ref_glob=ref_glob)
+        named = [s for s in pg if s[1] and s[1] != "[unknown]"]
+        self.assertGreater(len(pg), 20, "too few samples in the JIT images")
+        self.assertGreaterEqual(len(named), 0.99 * len(pg),
+                                "named: %d of %d" % (len(named), len(pg)))
+        hot = [s for s in named if re.search(pattern, s[1])]
+        ref_hot = [s for s in ref if s[1] and re.search(pattern, s[1])]
+        self.assertGreater(len(hot), 20, "too few samples named like %r" % pattern)
+        self.assertGreaterEqual(len(hot), len(ref_hot))
+        print("\n%s: %d of %d JIT samples named, %d like %r (perf inject --jit: %d)"
+              % (label, len(named), len(pg), len(hot), pattern, len(ref_hot)), file=sys.stderr)
+
+
+class PHP(NamesOnly, unittest.TestCase):
+    """PHP 8.2's opcache JIT with opcache.jit_debug=0x20 writes
+    /tmp/jit-PID.dump (names only: PHP writes no line tables)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.php = os.environ.get("PHP") or shutil.which("php")
+        if not cls.php:
+            raise unittest.SkipTest("php not found (Debian: apt-get install php8.2-cli "
+                                    "php8.2-opcache)")
+        why = perf_record_problem()
+        if why:
+            raise unittest.SkipTest(why)
+
+    def test_names(self):
+        script = os.path.join(self.dir, "work.php")
+        shutil.copy(os.path.join(ENGINES, "work.php"), script)
+        before = set(glob.glob("/tmp/jit-*.dump"))
+        try:
+            self.perf("record", "-N", "-q", "-k", "mono", "-e", "cpu-clock", "-o", "perf.data",
+                      "--", self.php, "-d", "opcache.enable_cli=1", "-d", "opcache.jit=tracing",
+                      "-d", "opcache.jit_buffer_size=64M", "-d", "opcache.jit_debug=0x20",
+                      "-d", "opcache.file_update_protection=0", script)
+        finally:
+            for d in sorted(set(glob.glob("/tmp/jit-*.dump")) - before):
+                pid = re.search(r"jit-(\d+)\.dump", d).group(1)
+                self.addCleanup(lambda pid=pid: [os.unlink(f) for f in
+                                                 glob.glob("/tmp/jitted-%s-*.so" % pid)])
+                self.addCleanup(os.unlink, d)
+        self.check_names("php", r"\$fib\$", ref_glob="/tmp/jitted-*.so")
+
+
+PG_BIN = os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin")
+
+
+class PostgreSQL(NamesOnly, unittest.TestCase):
+    """PostgreSQL 15's LLVM JIT with jit_profiling_support: a private
+    server in the test's directory (as user postgres when run as root),
+    its backends' dumps under JITDUMPDIR/.debug/jit/llvm-IR-jit-*."""
+
+    @classmethod
+    def setUpClass(cls):
+        for tool in ("initdb", "postgres", "pg_ctl"):
+            if not os.access(os.path.join(PG_BIN, tool), os.X_OK):
+                raise unittest.SkipTest("%s/%s not found (Debian: apt-get install "
+                                        "postgresql-15; or set PG_BIN)" % (PG_BIN, tool))
+        if shutil.which("psql") is None:
+            raise unittest.SkipTest("psql not found")
+        cls.as_user = []
+        if os.geteuid() == 0:
+            if shutil.which("runuser") is None:
+                raise unittest.SkipTest("running as root and no runuser to start postgres")
+            cls.as_user = ["runuser", "-u", "postgres", "--"]
+        why = perf_record_problem()
+        if why:
+            raise unittest.SkipTest(why)
+
+    def test_names(self):
+        import pwd
+        import subprocess
+        import time
+        os.chmod(self.dir, 0o755)
+        data, jd, sock = (os.path.join(self.dir, n) for n in ("data", "jd", "sock"))
+        for d in (jd, sock):
+            os.mkdir(d)
+        if self.as_user:
+            pw = pwd.getpwnam("postgres")
+            for d in (jd, sock):
+                os.chown(d, pw.pw_uid, pw.pw_gid)
+            os.chown(self.dir, pw.pw_uid, pw.pw_gid)
+        PF.run(self.as_user + [os.path.join(PG_BIN, "initdb"), "-D", data, "-A", "trust"],
+               cwd=self.dir)
+        server = subprocess.Popen(
+            PF.perf_cmd(self.debug, "record", "-N", "-q", "-k", "mono", "-e", "cpu-clock",
+                        "-o", os.path.join(self.dir, "perf.data"), "--") +
+            self.as_user + ["env", "JITDUMPDIR=" + jd, os.path.join(PG_BIN, "postgres"),
+                            "-D", data, "-k", sock, "-c", "listen_addresses=",
+                            "-c", "jit=on", "-c", "jit_above_cost=0",
+                            "-c", "jit_inline_above_cost=0", "-c", "jit_optimize_above_cost=0",
+                            "-c", "jit_profiling_support=on"],
+            cwd=self.dir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(100):
+                if PF.run(["psql", "-h", sock, "-U", "postgres", "-d", "postgres", "-Atc",
+                           "SELECT 1"], check=False)[0] == 0:
+                    break
+                time.sleep(0.1)
+            for _ in range(3):
+                PF.run(["psql", "-h", sock, "-U", "postgres", "-d", "postgres", "-Atc",
+                        "SELECT sum(x * 2 + 1) FROM generate_series(1, 3000000) x "
+                        "WHERE x % 3 <> 1"])
+        finally:
+            PF.run(self.as_user + [os.path.join(PG_BIN, "pg_ctl"), "-D", data, "stop",
+                                   "-m", "fast"], check=False)
+            server.wait(timeout=60)
+        dumps = glob.glob(os.path.join(jd, ".debug", "jit", "llvm-IR-jit-*", "jit-*.dump"))
+        self.assertTrue(dumps, "the server wrote no jitdump")
+        # perf inject --jit writes its images beside each dump
+        self.check_names("postgresql", r"^(evalexpr|deform)_",
+                         ref_glob=os.path.join(jd, ".debug", "jit", "*", "jitted-*.so"))
 
 
 if __name__ == "__main__":
