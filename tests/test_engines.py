@@ -29,6 +29,7 @@ import glob
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -48,7 +49,10 @@ def perf_record_problem():
     with tempfile.TemporaryDirectory(prefix="perfgraft-perfcheck.") as d:
         cmd = PF.perf_cmd(os.path.join(d, "debug"), "record", "-N", "-q", "-e", "cpu-clock",
                           "-o", os.path.join(d, "p.data"), "--", "true")
-        rc, _, err, _ = PF.run(cmd, cwd=d, check=False, timeout=60)
+        try:
+            rc, _, err, _ = PF.run(cmd, cwd=d, check=False, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return "`%s`: %s" % (PF.shell(cmd), e)
         if rc or not os.path.isfile(os.path.join(d, "p.data")):
             return "`%s` does not work here: %s" % (PF.shell(cmd), err.strip()[-200:])
     return None
@@ -86,6 +90,30 @@ class Engine:
     def perf(self, *args, **kw):
         return PF.run(PF.perf_cmd(self.debug, *args), cwd=self.dir, **kw)
 
+    def record_tmp_dumps(self, *cmd, env=None):
+        """perf record CMD for an engine that writes its dump into /tmp:
+        the dumps the recording names (and perf inject's jitted-PID-N.so
+        beside them) are removed when the test ends, nothing else of
+        /tmp.  Returns their paths."""
+        try:
+            PF.run(PF.perf_cmd(self.debug, "record", "-N", "-q", "-k", "mono", "-e", "cpu-clock",
+                               "-o", "perf.data", "--", *cmd), cwd=self.dir, env=env)
+        finally:
+            dumps = []
+            if os.path.exists(os.path.join(self.dir, "perf.data")):
+                _, out, _, _ = self.perf("script", "-i", "perf.data", "--show-mmap-events",
+                                         "-F", "pid", check=False)
+                dumps = sorted(set(re.findall(r"(/tmp/jit-[0-9-]+(?:\.dump|[A-Za-z0-9]{6}))\b",
+                                              out)))
+            for d in dumps:
+                m = re.fullmatch(r"/tmp/jit-(\d+)\.dump", d)
+                if m:
+                    self.addCleanup(lambda pid=m.group(1): [
+                        os.unlink(f) for f in glob.glob("/tmp/jitted-%s-*.so" % pid)])
+                if os.path.exists(d):
+                    self.addCleanup(os.unlink, d)
+        return [d for d in dumps if os.path.exists(d)]
+
     def samples(self, data, dsos=None):
         args = ["script", "-i", data, "-F", "ip,sym,srcline"]
         if dsos is not None:
@@ -105,7 +133,10 @@ class Engine:
         ours = os.listdir(os.path.join(self.dir, "pg.data.d"))
         perfs = [os.path.basename(f) for f in
                  glob.glob(ref_glob or os.path.join(self.dir, "jitted-*.so"))]
-        return self.samples("pg.data", ours), self.samples("ref.data", perfs)
+        # perf's one file per function may be too many names for one
+        # command line: then all of its samples
+        return (self.samples("pg.data", ours),
+                self.samples("ref.data", perfs if len(perfs) <= 500 else None))
 
     def annotate_lines(self, data, sym):
         """perf annotate -l's summary of sym: [(percent, file, line)], the
@@ -188,24 +219,15 @@ class Erlang(Engine, unittest.TestCase):
     def record(self):
         src = os.path.join(ENGINES, "work.erl")
         PF.run(["erlc", "-o", self.dir, src], cwd=self.dir)
-        before = set(glob.glob("/tmp/jit-*.dump"))
-        try:
-            self.perf("record", "-N", "-q", "-k", "mono", "-e", "cpu-clock", "-o", "perf.data",
-                      "--", "erl", "+JPperf", "dump", "-noshell", "-pa", self.dir,
-                      "-s", "work", "main")
-        finally:
-            new = sorted(set(glob.glob("/tmp/jit-*.dump")) - before)
-            for d in new:
-                pid = re.search(r"jit-(\d+)\.dump", d).group(1)
-                self.addCleanup(lambda pid=pid: [os.unlink(f) for f in
-                                                 glob.glob("/tmp/jitted-%s-*.so" % pid)])
-                self.addCleanup(os.unlink, d)
-        self.assertEqual(len(new), 1, "erl wrote %d jitdumps" % len(new))
+        new = self.record_tmp_dumps("erl", "+JPperf", "dump", "-noshell", "-pa", self.dir,
+                                    "-s", "work", "main")
+        self.assertEqual(len(new), 1, "erl wrote %d jitdumps: %s" % (len(new), new))
         return new[0], src
 
     def test_lines(self):
         dump, src = self.record()
-        pg, ref = self.inject_both()
+        pg, ref = self.inject_both(images_only=True, ref_glob="/tmp/jitted-%s-*.so"
+                                   % re.search(r"jit-(\d+)", dump).group(1))
         loads = jitdump_oracle.parse(dump).loads
         ranges = PF.CodeRanges(loads)
         fl = function_lines(src)
@@ -270,8 +292,16 @@ class LLVM(Engine, unittest.TestCase):
         PF.run([PF.PERFGRAFT, "inject", "-q", "-i", "perf.data", "-o", "pg.data"], cwd=self.dir)
         self.perf("inject", "--jit", "-i", "perf.data", "-o", "ref.data")
 
+        # perf's srcline over the JIT images only (not over libLLVM)
+        dsos = {"pg.data": os.listdir(os.path.join(self.dir, "pg.data.d")),
+                "ref.data": [os.path.basename(f) for f in glob.glob(os.path.join(
+                    self.dir, ".debug", "jit", "llvm-IR-jit-*", "jitted-*.so"))]}
+
         def right(data):
-            _, out, _, _ = self.perf("script", "-i", data, "-F", "ip,sym,symoff,srcline")
+            if not dsos[data]:
+                return 0, 0, 0
+            _, out, _, _ = self.perf("script", "-i", data, "-F", "ip,sym,symoff,srcline",
+                                     "--dsos", ",".join(sorted(dsos[data])))
             hits = with_line = total = 0
             for ip, symoff, src in PF.parse_script_srclines(out):
                 m = re.fullmatch(r"(\w+)\+0x([0-9a-f]+)", symoff or "")
@@ -313,8 +343,14 @@ class NodeShortPath(Engine, unittest.TestCase):
             raise unittest.SkipTest(why)
 
     def test_lines(self):
-        short = "/tmp/p%x" % os.getpid()      # /tmp/pXXXX/w.js: under 16 bytes
-        os.mkdir(short)
+        import random
+        while True:     # /tmp/pXXXX/w.js: 15 bytes, under node's 16
+            short = "/tmp/p%04x" % random.getrandbits(16)
+            try:
+                os.mkdir(short)
+                break
+            except FileExistsError:
+                continue
         self.addCleanup(shutil.rmtree, short)
         script = os.path.join(short, "w.js")
         self.assertLess(len(script), 16)
@@ -435,15 +471,9 @@ class Bun(Engine, unittest.TestCase):
     def test_names(self):
         script = os.path.join(self.dir, "work.js")
         shutil.copy(os.path.join(ENGINES, "work.js"), script)
-        before = set(glob.glob("/tmp/jit-*"))
-        env = dict(os.environ, BUN_JSC_useJITDump="1")
-        try:
-            PF.run(PF.perf_cmd(self.debug, "record", "-N", "-q", "-k", "mono", "-e", "cpu-clock",
-                               "-o", "perf.data", "--", self.bun, script, "1000"),
-                   cwd=self.dir, env=env)
-        finally:
-            for f in sorted(set(glob.glob("/tmp/jit-*")) - before):
-                self.addCleanup(os.unlink, f)
+        dumps = self.record_tmp_dumps(self.bun, script, "1000",
+                                      env=dict(os.environ, BUN_JSC_useJITDump="1"))
+        self.assertTrue(dumps, "bun wrote no jitdump the recording names")
         pg, ref = self.inject_both(images_only=True)
         hot = [s for s in pg if s[1] and re.search(r"\b(fib|mix)#", s[1])]
         self.assertGreater(len(hot), 50, "too few samples named fib or mix")
@@ -488,19 +518,13 @@ class PHP(NamesOnly, unittest.TestCase):
     def test_names(self):
         script = os.path.join(self.dir, "work.php")
         shutil.copy(os.path.join(ENGINES, "work.php"), script)
-        before = set(glob.glob("/tmp/jit-*.dump"))
-        try:
-            self.perf("record", "-N", "-q", "-k", "mono", "-e", "cpu-clock", "-o", "perf.data",
-                      "--", self.php, "-d", "opcache.enable_cli=1", "-d", "opcache.jit=tracing",
-                      "-d", "opcache.jit_buffer_size=64M", "-d", "opcache.jit_debug=0x20",
-                      "-d", "opcache.file_update_protection=0", script)
-        finally:
-            for d in sorted(set(glob.glob("/tmp/jit-*.dump")) - before):
-                pid = re.search(r"jit-(\d+)\.dump", d).group(1)
-                self.addCleanup(lambda pid=pid: [os.unlink(f) for f in
-                                                 glob.glob("/tmp/jitted-%s-*.so" % pid)])
-                self.addCleanup(os.unlink, d)
-        self.check_names("php", r"\$fib\$", ref_glob="/tmp/jitted-*.so")
+        dumps = self.record_tmp_dumps(
+            self.php, "-d", "opcache.enable_cli=1", "-d", "opcache.jit=tracing",
+            "-d", "opcache.jit_buffer_size=64M", "-d", "opcache.jit_debug=0x20",
+            "-d", "opcache.file_update_protection=0", script)
+        self.assertEqual(len(dumps), 1, "php wrote %d jitdumps: %s" % (len(dumps), dumps))
+        self.check_names("php", r"\$fib\$", ref_glob="/tmp/jitted-%s-*.so"
+                         % re.search(r"jit-(\d+)", dumps[0]).group(1))
 
 
 PG_BIN = os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin")
@@ -530,7 +554,7 @@ class PostgreSQL(NamesOnly, unittest.TestCase):
 
     def test_names(self):
         import pwd
-        import subprocess
+        import signal
         import time
         os.chmod(self.dir, 0o755)
         data, jd, sock = (os.path.join(self.dir, n) for n in ("data", "jd", "sock"))
@@ -543,6 +567,8 @@ class PostgreSQL(NamesOnly, unittest.TestCase):
             os.chown(self.dir, pw.pw_uid, pw.pw_gid)
         PF.run(self.as_user + [os.path.join(PG_BIN, "initdb"), "-D", data, "-A", "trust"],
                cwd=self.dir)
+        # its own session: whatever happens, perf and the server are
+        # stopped before the directory goes
         server = subprocess.Popen(
             PF.perf_cmd(self.debug, "record", "-N", "-q", "-k", "mono", "-e", "cpu-clock",
                         "-o", os.path.join(self.dir, "perf.data"), "--") +
@@ -551,21 +577,29 @@ class PostgreSQL(NamesOnly, unittest.TestCase):
                             "-c", "jit=on", "-c", "jit_above_cost=0",
                             "-c", "jit_inline_above_cost=0", "-c", "jit_optimize_above_cost=0",
                             "-c", "jit_profiling_support=on"],
-            cwd=self.dir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            for _ in range(100):
-                if PF.run(["psql", "-h", sock, "-U", "postgres", "-d", "postgres", "-Atc",
-                           "SELECT 1"], check=False)[0] == 0:
-                    break
-                time.sleep(0.1)
-            for _ in range(3):
-                PF.run(["psql", "-h", sock, "-U", "postgres", "-d", "postgres", "-Atc",
-                        "SELECT sum(x * 2 + 1) FROM generate_series(1, 3000000) x "
-                        "WHERE x % 3 <> 1"])
-        finally:
+            cwd=self.dir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)
+
+        def stop():
             PF.run(self.as_user + [os.path.join(PG_BIN, "pg_ctl"), "-D", data, "stop",
-                                   "-m", "fast"], check=False)
-            server.wait(timeout=60)
+                                   "-m", "fast", "-t", "60"], check=False, timeout=90)
+            try:
+                server.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+                server.wait()
+        try:
+            psql = ["psql", "-h", sock, "-U", "postgres", "-d", "postgres", "-Atc"]
+            deadline = time.monotonic() + 60
+            while PF.run(psql + ["SELECT 1"], check=False)[0] != 0:
+                self.assertIsNone(server.poll(), "postgres under perf record exited")
+                self.assertLess(time.monotonic(), deadline, "postgres not ready in 60 s")
+                time.sleep(0.2)
+            for _ in range(3):
+                PF.run(psql + ["SELECT sum(x * 2 + 1) FROM generate_series(1, 3000000) x "
+                               "WHERE x % 3 <> 1"])
+        finally:
+            stop()
         dumps = glob.glob(os.path.join(jd, ".debug", "jit", "llvm-IR-jit-*", "jit-*.dump"))
         self.assertTrue(dumps, "the server wrote no jitdump")
         # perf inject --jit writes its images beside each dump

@@ -24,6 +24,7 @@ the image `perfgraft elf` writes, and llvm-dwarfdump's line table.
     warning that says so): no control byte reaches a name.
 """
 
+import json
 import os
 import re
 import shutil
@@ -71,6 +72,11 @@ class LineRules(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         lines = [l.split("\t") for l in out.splitlines()]
         return [int(re.search(r":(\d+)$", l[2]).group(1)) for l in lines]
+
+    def symbolize_raw(self, path, offs):
+        rc, out, err = run([PERFGRAFT, "symbolize", path] + ["0x%x" % (A + o) for o in offs])
+        self.assertEqual(rc, 0, err)
+        return [l.split("\t")[2] for l in out.splitlines()]
 
     def image(self, path):
         out = os.path.join(self.tmp, "img-" + os.path.basename(path))
@@ -153,11 +159,43 @@ class LineRules(unittest.TestCase):
         self.assertIn("vma 0", why)
 
     def test_llvm_bias_from_directory(self):
-        # the first row is not at + 0x40 here: the directory alone says LLVM
-        rows = [(A + 0x48, 4), (A + 0x60, 6)]
-        self.check(rows, {0x8: 4, 0x1f: 4, 0x20: 6}, vma=A, subdir="llvm-IR-jit-20261126-abcdef")
-        path = self.dump("<", gen.EM_X86_64, rows, vma=A, subdir="llvm-IR-jit-1-2")
-        self.assertEqual(self.bias_why(path)[0], 0x40)
+        """No DEBUG_INFO in the first 256 records: the directory decides
+        (LLVM writes into llvm-IR-jit-*), however the path is spelled."""
+        for tag, bo, mach in ORDERS:
+            with self.subTest(order=tag):
+                b = gen.JitdumpBuilder(bo=bo, elf_mach=mach)
+                for k in range(260):    # no line tables first
+                    b.load(b"plain%d" % k, gen.x86_64_code(0x10, k), A + 0x10000 + 0x10 * k, k + 1)
+                b.debug_info(A, [(A + 0x48, 4, 0, F), (A + 0x60, 6, 0, gen.SAME_FILE)])
+                b.load(b"w:f/1", gen.x86_64_code(0x40, 1), A, 0, vma=A)
+                d = os.path.join(self.tmp, "llvm-IR-jit-20261126-%s" % tag)
+                os.makedirs(d)
+                path = os.path.join(d, "jit-4242.dump")
+                b.write(path)
+                self.assertEqual(self.symbolize(path, [0x8, 0x1f, 0x20]), [4, 4, 6])
+                # the same file by a relative path from inside its directory
+                p = subprocess.run([PERFGRAFT, "dump", "--json", "jit-4242.dump"], cwd=d,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                self.assertEqual(json.loads(p.stdout)["header"]["line_bias"], 0x40, p.stderr)
+
+    def test_content_wins_over_directory(self):
+        # in an llvm-IR-jit-* directory, but vma = code and the first row at
+        # the start: the dump says it is not LLVM's
+        rows = [(A, 4), (A + 0x20, 6)]
+        self.check(rows, {0: 4, 0x1f: 4, 0x20: 6}, vma=A, subdir="llvm-IR-jit-20261126-abcdef")
+
+    def test_row_far_before_start_is_not_the_starts(self):
+        # a row more than 4 KiB before the code (a producer writing offsets,
+        # or another function's table) lends the code nothing
+        for tag, bo, mach in ORDERS:
+            with self.subTest(order=tag):
+                path = self.dump(bo, mach, [(0, 3), (0x10, 4), (A + 0x20, 12)])
+                self.assertEqual(self.symbolize_raw(path, [0, 0x20]),
+                                 ["??:0", "%s:12" % F.decode()])
+                path = self.dump(bo, mach, [(A - 0x1001, 9), (A + 0x20, 12)])
+                self.assertEqual(self.symbolize_raw(path, [0]), ["??:0"])
+                path = self.dump(bo, mach, [(A - 0x1000, 9), (A + 0x20, 12)])
+                self.assertEqual(self.symbolize_raw(path, [0]), ["%s:9" % F.decode()])
 
     def test_no_bias_without_the_evidence(self):
         # vma = code address (perf's own test JITs, Java's agent): rows as written

@@ -16,6 +16,11 @@
 #include "jitdump/recover.h"
 #include "jitdump/source.h"
 
+/* A row at most this far before its code may be the start's (BeamAsm);
+ * as an offset computed modulo 2^64, "before" is [2^64 - this, 2^64). */
+#define ROW_BEFORE_MAX 4096u
+#define ROW_BEFORE_MAX_NEG (UINT64_MAX - ROW_BEFORE_MAX + 1)
+
 struct jd_state {
 	pg_jitdump *jd;
 	struct pg_code_cfi cfi;
@@ -216,11 +221,12 @@ static int jd_rows(pg_code_source *src, struct jd_state *s, const struct pg_jd_l
 		const struct pg_jd_line *l = &lines[i];
 		uint64_t off = l->addr - h->line_bias - ld->code_addr;
 
-		if (l->addr < ld->code_addr + h->line_bias) {
+		if (off >= ROW_BEFORE_MAX_NEG) {
 			/* BeamAsm puts a function's first row on the label
-			 * ahead of its prologue: the row nearest the start
-			 * (the later of equals) is the start's */
-			if (before == SIZE_MAX || l->addr >= lines[before].addr)
+			 * ahead of its prologue (some 50 bytes): the row
+			 * nearest the start (the later of equals) is the
+			 * start's.  Farther rows describe other code. */
+			if (before == SIZE_MAX || off >= lines[before].addr - h->line_bias - ld->code_addr)
 				before = i;
 			dropped++;
 			continue;

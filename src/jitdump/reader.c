@@ -2,6 +2,7 @@
 /* jitdump reader.  Every length and count is checked against the bytes
  * left before use; messages name the file and the record's byte offset. */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,35 +117,58 @@ static bool loads_above_4g(const pg_jitdump *jd)
 
 /* LLVM's PerfJITEventListener (lli, PostgreSQL, Julia, any program that
  * embeds it) adds 0x40 to every line address as V8 does, but leaves pad1
- * 0.  It shows in the dump: it lives in an llvm-IR-jit-* directory, and
- * its LOADs have vma 0 with the function's first row (its entry line,
- * which LLVM always emits) at code_addr + 0x40.  The first LOAD with a
- * DEBUG_INFO among the first 256 records decides.  Returns why, or NULL. */
+ * 0.  It shows in the dump: its LOADs have vma 0, with the function's
+ * first row (its entry line, which LLVM always emits) at code_addr +
+ * 0x40.  The first LLVM_PAIRS DEBUG_INFOs among the first 256 records
+ * that describe the LOAD after them must all say so.  Without any such
+ * pair, the directory decides: LLVM names it llvm-IR-jit-*.  Returns
+ * why, or NULL. */
+#define LLVM_PAIRS 4
 static const char *llvm_bias(const pg_jitdump *jd)
 {
-	uint64_t off = jd->hdr.total_size, first = 0;
+	uint64_t off = jd->hdr.total_size, first = 0, dcode = 0;
 	bool have = false;
-	const char *dir = strstr(jd->name, "llvm-IR-jit-");
+	int pairs = 0;
+	char *real;
+	const char *why = NULL;
 
-	if (dir && (dir == jd->name || dir[-1] == '/') && strchr(dir, '/'))
-		return "LLVM's PerfJITEventListener: the dump is in an llvm-IR-jit-* directory";
-	for (int n = 0; n < 256 && jd->size - off >= REC_HDR; n++) {
+	for (int n = 0; n < 256 && pairs < LLVM_PAIRS && jd->size - off >= REC_HDR; n++) {
 		const uint8_t *p = jd->base + off;
 		uint32_t id = rd32(jd, p), tsz = rd32(jd, p + 4);
 
 		if (tsz < REC_HDR || tsz > jd->size - off)
 			break;
 		if (id == PG_JD_DEBUG_INFO && tsz >= REC_HDR + 32 && rd64(jd, p + REC_HDR + 8)) {
+			dcode = rd64(jd, p + REC_HDR);
 			first = rd64(jd, p + REC_HDR + 16);
 			have = true;
-		} else if (id == PG_JD_LOAD && tsz >= REC_HDR + LOAD_FIXED && have) {
-			if (!rd64(jd, p + REC_HDR + 8) && first == rd64(jd, p + REC_HDR + 16) + 0x40)
-				return "LLVM's PerfJITEventListener: LOADs with vma 0, the first line row at the code + 0x40";
-			return NULL;
+		} else if (id == PG_JD_LOAD && tsz >= REC_HDR + LOAD_FIXED) {
+			uint64_t code = rd64(jd, p + REC_HDR + 16);
+
+			if (have && dcode == code) {
+				if (rd64(jd, p + REC_HDR + 8) || first != code + 0x40)
+					return NULL;
+				pairs++;
+			}
+			have = false;
 		}
 		off += tsz;
 	}
-	return NULL;
+	if (pairs)
+		return "LLVM's PerfJITEventListener: LOADs with vma 0, each function's first line row at its code + 0x40";
+	/* the directory it was written into, however the path was spelled */
+	if ((real = realpath(jd->name, NULL))) {
+		char *slash = strrchr(real, '/');
+
+		if (slash && slash > real) {
+			*slash = '\0';
+			slash = strrchr(real, '/');
+			if (slash && !strncmp(slash + 1, "llvm-IR-jit-", 12))
+				why = "LLVM's PerfJITEventListener: the dump is in an llvm-IR-jit-* directory";
+		}
+		free(real);
+	}
+	return why;
 }
 
 static int parse_header(pg_jitdump *jd)
