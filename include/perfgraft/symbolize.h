@@ -64,7 +64,7 @@ struct pg_sym {
 	uint32_t pid;		/* the dump's header pid */
 	const char *dump;	/* path of the dump, as given */
 	const char *file;	/* source file, NULL when no line row covers the address */
-	uint32_t line;
+	uint32_t line;		/* 0 with a file: the row says "no source line" */
 	uint32_t column;	/* 1-based column where the JIT gives one (V8), else 0 */
 	/* how many other pieces of code occupied the address at some time in
 	 * the dumps; nonzero means a lookup without a time may mislead */
