@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -93,8 +94,9 @@ class Engine:
     def record_tmp_dumps(self, *cmd, env=None):
         """perf record CMD for an engine that writes its dump into /tmp:
         the dumps the recording names (and perf inject's jitted-PID-N.so
-        beside them) are removed when the test ends, nothing else of
-        /tmp.  Returns their paths."""
+        beside them, and the engine's own /tmp/perf-PID.map) are removed
+        when the test ends, nothing else of /tmp.  Returns their paths."""
+        start = time.time()
         try:
             PF.run(PF.perf_cmd(self.debug, "record", "-N", "-q", "-k", "mono", "-e", "cpu-clock",
                                "-o", "perf.data", "--", *cmd), cwd=self.dir, env=env)
@@ -106,6 +108,11 @@ class Engine:
                 dumps = sorted(set(re.findall(r"(/tmp/jit-[0-9-]+(?:\.dump|[A-Za-z0-9]{6}))\b",
                                               out)))
             for d in dumps:
+                # PHP also writes /tmp/perf-PID.map of the same process
+                for pid in re.findall(r"\d+", os.path.basename(d)):
+                    pm = "/tmp/perf-%s.map" % pid
+                    if os.path.exists(pm) and os.path.getmtime(pm) >= start - 1:
+                        self.addCleanup(os.unlink, pm)
                 m = re.fullmatch(r"/tmp/jit-(\d+)\.dump", d)
                 if m:
                     self.addCleanup(lambda pid=m.group(1): [
@@ -555,7 +562,6 @@ class PostgreSQL(NamesOnly, unittest.TestCase):
     def test_names(self):
         import pwd
         import signal
-        import time
         os.chmod(self.dir, 0o755)
         data, jd, sock = (os.path.join(self.dir, n) for n in ("data", "jd", "sock"))
         for d in (jd, sock):
