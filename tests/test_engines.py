@@ -78,8 +78,16 @@ def function_lines(source, pattern=r"^([a-z_][A-Za-z0-9_]*)\("):
 
 
 class Engine:
-    """What every engine test shares: a recording directory, both
-    injections and their `perf script` samples."""
+    """What every engine test shares: the engine found (find_engine: a
+    skip with its reason when it is missing) and a working perf record, a
+    recording directory, both injections and their `perf script` samples."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.find_engine()
+        why = perf_record_problem()
+        if why:
+            raise unittest.SkipTest(why)
 
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory(prefix="perfgraft-engine.")
@@ -214,14 +222,11 @@ class Erlang(Engine, unittest.TestCase):
     before its code: that row applies from the code's start."""
 
     @classmethod
-    def setUpClass(cls):
+    def find_engine(cls):
         for tool in ("erl", "erlc"):
             if shutil.which(tool) is None:
                 raise unittest.SkipTest("%s not found (Debian: apt-get install erlang-base)"
                                         % tool)
-        why = perf_record_problem()
-        if why:
-            raise unittest.SkipTest(why)
 
     def record(self):
         src = os.path.join(ENGINES, "work.erl")
@@ -255,14 +260,11 @@ class LLVM(Engine, unittest.TestCase):
     """lli's PerfJITEventListener biases every line address by 0x40."""
 
     @classmethod
-    def setUpClass(cls):
+    def find_engine(cls):
         for tool in ("clang-14", "lli-14", "llc-14", "llvm-dwarfdump-14", "nm"):
             if shutil.which(tool) is None:
                 raise unittest.SkipTest("%s not found (Debian: apt-get install clang-14 llvm-14)"
                                         % tool)
-        why = perf_record_problem()
-        if why:
-            raise unittest.SkipTest(why)
 
     def oracle(self, bc):
         """{function: [(offset, line)]} from llc-14's object for bc."""
@@ -342,12 +344,9 @@ class NodeShortPath(Engine, unittest.TestCase):
     reaches a symbol or a srcline."""
 
     @classmethod
-    def setUpClass(cls):
+    def find_engine(cls):
         if shutil.which(PF.NODE) is None:
             raise unittest.SkipTest("node not found")
-        why = perf_record_problem()
-        if why:
-            raise unittest.SkipTest(why)
 
     def test_lines(self):
         import random
@@ -414,11 +413,8 @@ class Deno(Engine, unittest.TestCase):
     splits at the first ':' (srcline file:0): the images name the path."""
 
     @classmethod
-    def setUpClass(cls):
+    def find_engine(cls):
         cls.deno = js_engine("deno", "DENO", ".ci/deps installs it")
-        why = perf_record_problem()
-        if why:
-            raise unittest.SkipTest(why)
 
     def test_lines(self):
         script = os.path.join(self.dir, "work.js")
@@ -469,11 +465,8 @@ class Bun(Engine, unittest.TestCase):
     (JSC writes no line tables)."""
 
     @classmethod
-    def setUpClass(cls):
+    def find_engine(cls):
         cls.bun = js_engine("bun", "BUN", ".ci/deps installs it")
-        why = perf_record_problem()
-        if why:
-            raise unittest.SkipTest(why)
 
     def test_names(self):
         script = os.path.join(self.dir, "work.js")
@@ -513,14 +506,11 @@ class PHP(NamesOnly, unittest.TestCase):
     /tmp/jit-PID.dump (names only: PHP writes no line tables)."""
 
     @classmethod
-    def setUpClass(cls):
+    def find_engine(cls):
         cls.php = os.environ.get("PHP") or shutil.which("php")
         if not cls.php:
             raise unittest.SkipTest("php not found (Debian: apt-get install php8.2-cli "
                                     "php8.2-opcache)")
-        why = perf_record_problem()
-        if why:
-            raise unittest.SkipTest(why)
 
     def test_names(self):
         script = os.path.join(self.dir, "work.php")
@@ -543,7 +533,7 @@ class PostgreSQL(NamesOnly, unittest.TestCase):
     its backends' dumps under JITDUMPDIR/.debug/jit/llvm-IR-jit-*."""
 
     @classmethod
-    def setUpClass(cls):
+    def find_engine(cls):
         for tool in ("initdb", "postgres", "pg_ctl"):
             if not os.access(os.path.join(PG_BIN, tool), os.X_OK):
                 raise unittest.SkipTest("%s/%s not found (Debian: apt-get install "
@@ -555,9 +545,6 @@ class PostgreSQL(NamesOnly, unittest.TestCase):
             if shutil.which("runuser") is None:
                 raise unittest.SkipTest("running as root and no runuser to start postgres")
             cls.as_user = ["runuser", "-u", "postgres", "--"]
-        why = perf_record_problem()
-        if why:
-            raise unittest.SkipTest(why)
 
     def test_names(self):
         import pwd
