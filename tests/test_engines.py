@@ -168,6 +168,26 @@ class Engine:
                 rows.append((float(m.group(1)), f, int(m.group(3))))
         return rows
 
+    @staticmethod
+    def count_lines(samples, sym_re, file_name, ranges, hot):
+        """(right, with a line, in the functions) of samples whose symbol
+        matches sym_re (group 1: the function, a key of ranges); a line is
+        right when it is file_name:N with N in that function's ranges.
+        hot counts the samples by (symbol, function)."""
+        hits = with_line = total = 0
+        for _ip, sym, src in samples:
+            m = re.match(sym_re, sym or "")
+            if not m or m.group(1) not in ranges:
+                continue
+            total += 1
+            hot[(sym, m.group(1))] += 1
+            if not src or src.startswith("??"):
+                continue
+            with_line += 1
+            f = re.fullmatch(r"(.*):(\d+)", src)
+            hits += bool(f and f.group(1) == file_name and int(f.group(2)) in ranges[m.group(1)])
+        return hits, with_line, total
+
     def check_annotate(self, sym, file_name, lines, ref=True):
         """In perf annotate of sym on perfgraft's output, at least 95% of
         the share with a source line is on one of lines in file_name, and
@@ -377,19 +397,10 @@ class NodeShortPath(Engine, unittest.TestCase):
         self.assertFalse(re.search(r"[\x00-\x08\x0b-\x1f\x7f]", out),
                          "a control byte in perf script's symbols or srclines")
         ranges = function_lines(PF.WORK_JS, r"^function (\w+)\(")
-        hits = with_line = total = 0
         hot = collections.Counter()
-        for _ip, sym, src in PF.parse_script_srclines(out):
-            m = re.match(r"JS:[*~^+]?(\w+) " + re.escape(script) + ":", sym or "")
-            if not m or m.group(1) not in ("fib", "mix", "sieve"):
-                continue
-            total += 1
-            hot[(sym, m.group(1))] += 1
-            if not src or src.startswith("??"):
-                continue
-            with_line += 1
-            f = re.fullmatch(r"(.*):(\d+)", src)
-            hits += bool(f and f.group(1) == "w.js" and int(f.group(2)) in ranges[m.group(1)])
+        hits, with_line, total = self.count_lines(
+            PF.parse_script_srclines(out), r"JS:[*~^+]?(\w+) " + re.escape(script) + ":",
+            "w.js", {f: ranges[f] for f in ("fib", "mix", "sieve")}, hot)
         self.assertGreater(total, 20, "too few samples in fib, mix and sieve")
         self.assertGreaterEqual(with_line, 0.95 * total, "with a line: %d of %d"
                                 % (with_line, total))
@@ -428,19 +439,8 @@ class Deno(Engine, unittest.TestCase):
         hot = collections.Counter()
 
         def right(samples):
-            hits = with_line = total = 0
-            for _ip, sym, src in samples:
-                m = re.match(r"JS:\S*?(fib|mix) file://" + re.escape(script) + ":", sym or "")
-                if not m:
-                    continue
-                total += 1
-                hot[(sym, m.group(1))] += 1
-                if not src or src.startswith("??"):
-                    continue
-                with_line += 1
-                f = re.fullmatch(r"(.*):(\d+)", src)
-                hits += bool(f and f.group(1) == "work.js" and int(f.group(2)) in fl[m.group(1)])
-            return hits, with_line, total
+            return self.count_lines(samples, r"JS:\S*?(fib|mix) file://" + re.escape(script) + ":",
+                                    "work.js", {f: fl[f] for f in ("fib", "mix")}, hot)
 
         hits, with_line, total = right(pg)
         ref_hits, _, _ = right(ref)
