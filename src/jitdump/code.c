@@ -85,10 +85,15 @@ static int hexval(char c)
  * never into a NUL, a control byte or a ':'); any other ':' is written
  * %3A, and a control byte '?'.  The name itself when it needs none of that; NULL on
  * OOM. */
-static bool needs_fix(const char *s)
+static bool is_control(int c)
+{
+	return (unsigned char)c < 0x20 || c == 0x7f;
+}
+
+static bool needs_fix(const char *s, bool colon)
 {
 	for (; *s; s++)
-		if (*s == ':' || (unsigned char)*s < 0x20 || *s == 0x7f)
+		if ((colon && *s == ':') || is_control(*s))
 			return true;
 	return false;
 }
@@ -99,7 +104,7 @@ static const char *perf_name(pg_code_source *src, const char *name)
 	bool url = false;
 	char *out, *o;
 
-	if (!name || !needs_fix(name))
+	if (!name || !needs_fix(name, true))
 		return name;
 	if (!strncmp(name, "file:///", 8)) {
 		p = name + 7;
@@ -113,13 +118,13 @@ static const char *perf_name(pg_code_source *src, const char *name)
 		int lo = hi >= 0 ? hexval(p[2]) : -1, c = hi * 16 + lo;
 
 		/* a ':' stays %3A, as anywhere else in a name */
-		if (lo >= 0 && c >= 0x20 && c != 0x7f && c != ':') {
+		if (lo >= 0 && !is_control(c) && c != ':') {
 			*o++ = (char)c;
 			p += 2;
 		} else if (*p == ':') {
 			memcpy(o, "%3A", 3);
 			o += 3;
-		} else if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+		} else if (is_control(*p)) {
 			*o++ = '?';	/* never a control byte in a name */
 		} else {
 			*o++ = *p;
@@ -129,24 +134,19 @@ static const char *perf_name(pg_code_source *src, const char *name)
 	return pg_src_keep_string(src, out);
 }
 
-static bool needs_symbol_fix(const char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			return true;
-	return false;
-}
-
 /* A symbol name without control bytes (each becomes '?'): perf prints
- * names as they are, and a terminal would act on them. */
+ * names as they are, and a terminal would act on them.  The name itself
+ * when it has none; NULL on OOM. */
 static const char *symbol_name(pg_code_source *src, const char *name)
 {
-	char *out = strdup(name);
+	char *out;
 
-	if (!out)
+	if (!needs_fix(name, false))
+		return name;
+	if (!(out = strdup(name)))
 		return NULL;
 	for (char *p = out; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+		if (is_control(*p))
 			*p = '?';
 	return pg_src_keep_string(src, out);
 }
@@ -303,7 +303,7 @@ static int jd_inlines(pg_code_source *src, struct jd_state *s, const struct pg_j
 		for (uint32_t k = 0; k < r->nframes; k++) {
 			const struct pg_jd_frame *f = &r->frames[k];
 			/* the same names as the rows' and the LOADs' */
-			const char *func = needs_symbol_fix(f->func) ? symbol_name(src, f->func) : f->func;
+			const char *func = symbol_name(src, f->func);
 			const char *file = perf_name(src, f->file);
 
 			if (!func || (f->file && !file))
@@ -356,7 +356,7 @@ static int jd_next(pg_code_source *src, struct pg_code_event *ev)
 			ev->id = ld->code_index;
 			ev->addr = ld->code_addr;
 			ev->size = ld->code_size;
-			ev->name = needs_symbol_fix(ld->name) ? symbol_name(src, ld->name) : ld->name;
+			ev->name = symbol_name(src, ld->name);
 			if (!ev->name)
 				return pg_err(src->diag, -ENOMEM, "%s: out of memory", src->path);
 			ev->code = ld->code;
