@@ -96,6 +96,10 @@ class Engine:
         os.makedirs(self.debug)
         self.addCleanup(self.tmp.cleanup)
 
+    def workload(self, name):
+        """tests/engines/NAME copied into the recording directory."""
+        return shutil.copy(os.path.join(ENGINES, name), os.path.join(self.dir, name))
+
     def perf(self, *args, **kw):
         return PF.run(PF.perf_cmd(self.debug, *args), cwd=self.dir, **kw)
 
@@ -428,8 +432,7 @@ class Deno(Engine, unittest.TestCase):
         cls.deno = js_engine("deno", "DENO", ".ci/deps installs it")
 
     def test_lines(self):
-        script = os.path.join(self.dir, "work.js")
-        shutil.copy(os.path.join(ENGINES, "work.js"), script)
+        script = self.workload("work.js")
         self.perf("record", "-N", "-q", "-k", "mono", "-e", "cpu-clock", "-o", "perf.data",
                   "--", self.deno, "run", "--v8-flags=--perf-prof,--perf-prof-unwinding-info",
                   script, "1000")
@@ -469,8 +472,7 @@ class Bun(Engine, unittest.TestCase):
         cls.bun = js_engine("bun", "BUN", ".ci/deps installs it")
 
     def test_names(self):
-        script = os.path.join(self.dir, "work.js")
-        shutil.copy(os.path.join(ENGINES, "work.js"), script)
+        script = self.workload("work.js")
         dumps = self.record_tmp_dumps(self.bun, script, "1000",
                                       env=dict(os.environ, BUN_JSC_useJITDump="1"))
         self.assertTrue(dumps, "bun wrote no jitdump the recording names")
@@ -513,8 +515,7 @@ class PHP(NamesOnly, unittest.TestCase):
                                     "php8.2-opcache)")
 
     def test_names(self):
-        script = os.path.join(self.dir, "work.php")
-        shutil.copy(os.path.join(ENGINES, "work.php"), script)
+        script = self.workload("work.php")
         dumps = self.record_tmp_dumps(
             self.php, "-d", "opcache.enable_cli=1", "-d", "opcache.jit=tracing",
             "-d", "opcache.jit_buffer_size=64M", "-d", "opcache.jit_debug=0x20",
