@@ -7,7 +7,7 @@
  * live ones.  Painting leaves "pieces", rectangles [start, end) x
  * [from, until) that never overlap, each naming one placement: O(1) new
  * pieces per placement, so memory stays O(placements + line rows).  The
- * live set while painting is a treap keyed by start; lookups stab an
+ * live set while painting is util/paint.c's; lookups stab an
  * interval tree laid over the pieces sorted by start. */
 #include <errno.h>
 #include <stdlib.h>
@@ -343,85 +343,6 @@ int pg_symbolizer_add_mem(pg_symbolizer *s, const void *buf, size_t len, const c
 
 /* ---- painting ---- */
 
-struct tnode {
-	uint64_t start, end, from;
-	uint32_t pl, prio, l, r;
-};
-
-struct treap {
-	struct tnode *n;
-	size_t len, cap;
-	uint32_t free_head;	/* freed nodes, chained through .l */
-	uint32_t rnd;
-};
-
-static uint32_t tnew(struct treap *t, uint64_t start, uint64_t end, uint64_t from, uint32_t pl)
-{
-	uint32_t i;
-
-	if (t->free_head != NIL) {
-		i = t->free_head;
-		t->free_head = t->n[i].l;
-	} else {
-		if (t->len >= UINT32_MAX - 1 ||
-		    !pg_grow((void **)&t->n, &t->cap, t->len + 1, sizeof(*t->n)))
-			return NIL;
-		i = (uint32_t)t->len++;
-	}
-	/* xorshift: deterministic priorities, balanced in expectation */
-	t->rnd ^= t->rnd << 13;
-	t->rnd ^= t->rnd >> 17;
-	t->rnd ^= t->rnd << 5;
-	t->n[i] = (struct tnode){ .start = start, .end = end, .from = from, .pl = pl,
-				  .prio = t->rnd, .l = NIL, .r = NIL };
-	return i;
-}
-
-static void tfree(struct treap *t, uint32_t i)
-{
-	t->n[i].l = t->free_head;
-	t->free_head = i;
-}
-
-/* Splits by start into (< key) and (>= key). */
-static void tsplit(struct treap *t, uint32_t root, uint64_t key, uint32_t *a, uint32_t *b)
-{
-	uint32_t *la = a, *lb = b;
-
-	while (root != NIL) {
-		if (t->n[root].start < key) {
-			*la = root;
-			la = &t->n[root].r;
-			root = t->n[root].r;
-		} else {
-			*lb = root;
-			lb = &t->n[root].l;
-			root = t->n[root].l;
-		}
-	}
-	*la = *lb = NIL;
-}
-
-/* Joins a and b, every key of a below every key of b. */
-static uint32_t tmerge(struct treap *t, uint32_t a, uint32_t b)
-{
-	uint32_t root = NIL, *link = &root;
-
-	while (a != NIL && b != NIL) {
-		if (t->n[a].prio > t->n[b].prio) {
-			*link = a;
-			link = &t->n[a].r;
-			a = t->n[a].r;
-		} else {
-			*link = b;
-			link = &t->n[b].l;
-			b = t->n[b].l;
-		}
-	}
-	*link = a != NIL ? a : b;
-	return root;
-}
-
 static int emit(pg_symbolizer *s, struct space *sp, uint64_t start, uint64_t end,
 		uint64_t from, uint64_t until, uint32_t pl)
 {
@@ -430,40 +351,6 @@ static int emit(pg_symbolizer *s, struct space *sp, uint64_t start, uint64_t end
 	if (!pg_grow((void **)&sp->pieces, &sp->pcap, sp->npieces + 1, sizeof(*sp->pieces)))
 		return pg_err(s->diag, -ENOMEM, "out of memory");
 	sp->pieces[sp->npieces++] = (struct piece){ start, end, from, until, pl };
-	return 0;
-}
-
-struct walk {
-	uint32_t *stack;
-	size_t cap;
-};
-
-/* Closes the pieces of subtree m (all starting inside [s, e)) at time t;
- * the part of the last one past e stays live (*rest). */
-static int close_subtree(pg_symbolizer *s, struct space *sp, struct treap *t,
-			 struct walk *w, uint32_t m, uint64_t e, uint64_t time,
-			 uint32_t *rest)
-{
-	size_t top = 0;
-
-	while (m != NIL || top) {
-		struct tnode nd;
-
-		while (m != NIL) {
-			if (!pg_grow((void **)&w->stack, &w->cap, top + 1, sizeof(*w->stack)))
-				return pg_err(s->diag, -ENOMEM, "out of memory");
-			w->stack[top++] = m;
-			m = t->n[m].l;
-		}
-		m = w->stack[--top];
-		nd = t->n[m];
-		if (emit(s, sp, nd.start, nd.end < e ? nd.end : e, nd.from, time, nd.pl) < 0)
-			return -ENOMEM;
-		if (nd.end > e && (*rest = tnew(t, e, nd.end, nd.from, nd.pl)) == NIL)
-			return pg_err(s->diag, -ENOMEM, "out of memory");
-		tfree(t, m);
-		m = nd.r;
-	}
 	return 0;
 }
 
@@ -563,11 +450,25 @@ static int build_segments(pg_symbolizer *s, struct space *sp)
 	return 0;
 }
 
+/* A piece painted over (or live at the end: until PG_SYM_TIME_END). */
+struct closing {
+	pg_symbolizer *s;
+	struct space *sp;
+	uint64_t until;
+};
+
+static int close_piece(void *ctx, uint64_t start, uint64_t end, uint64_t from, uint32_t pl)
+{
+	struct closing *c = ctx;
+
+	return emit(c->s, c->sp, start, end, from, c->until, pl);
+}
+
 static int freeze_space(pg_symbolizer *s, struct space *sp)
 {
-	struct treap t = { .free_head = NIL, .rnd = 2463534242u };
-	struct walk w = { 0 };
-	uint32_t *order, root = NIL;
+	struct pg_paint t = { 0 };
+	struct closing c = { .s = s, .sp = sp };
+	uint32_t *order;
 	int ret = 0;
 
 	sp->npieces = 0;
@@ -581,65 +482,18 @@ static int freeze_space(pg_symbolizer *s, struct space *sp)
 	qsort_r(order, sp->npls, sizeof(*order), cmp_order, sp->pls);
 	for (size_t k = 0; k < sp->npls && !ret; k++) {
 		const struct placement *pl = &sp->pls[order[k]];
-		uint32_t a, b, m, c, rest = NIL, node;
 
-		tsplit(&t, root, pl->start, &a, &b);
-		tsplit(&t, b, pl->end, &m, &c);
-		/* the piece starting before pl->start may reach into it */
-		if (a != NIL) {
-			uint32_t last = a;
-
-			while (t.n[last].r != NIL)
-				last = t.n[last].r;
-			if (t.n[last].end > pl->start) {
-				struct tnode nd = t.n[last];
-				uint64_t ce = nd.end < pl->end ? nd.end : pl->end;
-
-				ret = emit(s, sp, pl->start, ce, nd.from, pl->time, nd.pl);
-				if (!ret && nd.end > pl->end &&
-				    (rest = tnew(&t, pl->end, nd.end, nd.from, nd.pl)) == NIL)
-					ret = pg_err(s->diag, -ENOMEM, "out of memory");
-				t.n[last].end = pl->start;
-			}
-		}
-		if (!ret)
-			ret = close_subtree(s, sp, &t, &w, m, pl->end, pl->time, &rest);
-		if (ret)
-			break;
-		node = tnew(&t, pl->start, pl->end, pl->time, order[k]);
-		if (node == NIL) {
-			ret = pg_err(s->diag, -ENOMEM, "out of memory");
-			break;
-		}
-		if (rest != NIL)
-			c = tmerge(&t, rest, c);
-		root = tmerge(&t, a, tmerge(&t, node, c));
+		c.until = pl->time;
+		ret = pg_paint(&t, pl->start, pl->end, pl->time, order[k], close_piece, &c);
 	}
 	/* what is live at the end stays live for ever */
-	if (!ret) {
-		size_t top = 0;
-		uint32_t m = root;
-
-		while ((m != NIL || top) && !ret) {
-			while (m != NIL) {
-				if (!pg_grow((void **)&w.stack, &w.cap, top + 1, sizeof(*w.stack))) {
-					ret = pg_err(s->diag, -ENOMEM, "out of memory");
-					break;
-				}
-				w.stack[top++] = m;
-				m = t.n[m].l;
-			}
-			if (ret)
-				break;
-			m = w.stack[--top];
-			ret = emit(s, sp, t.n[m].start, t.n[m].end, t.n[m].from,
-				   PG_SYM_TIME_END, t.n[m].pl);
-			m = t.n[m].r;
-		}
-	}
+	c.until = PG_SYM_TIME_END;
+	if (!ret)
+		ret = pg_paint_each(&t, close_piece, &c);
+	if (ret == -ENOMEM)
+		pg_err(s->diag, -ENOMEM, "out of memory");
 	free(order);
-	free(t.n);
-	free(w.stack);
+	pg_paint_free(&t);
 	if (ret)
 		return ret;
 	if (sp->npieces)

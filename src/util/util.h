@@ -76,6 +76,33 @@ bool pg_u64map_del(struct pg_u64map *m, uint64_t key);
 static inline size_t pg_u64map_count(const struct pg_u64map *m) { return m->n; }
 void pg_u64map_free(struct pg_u64map *m);
 
+/* Disjoint spans [start, end) painted over each other, each with the
+ * time it was painted (from) and a value.  A zeroed struct is an empty
+ * one. */
+struct pg_paint_node {
+	uint64_t start, end, from;
+	uint32_t val, prio, l, r;
+};
+struct pg_paint {
+	struct pg_paint_node *n;
+	size_t len, cap;
+	uint32_t free_head, root, rnd;
+	bool init;
+	uint32_t *stack;	/* walks */
+	size_t stack_cap;
+};
+/* A part [start, end) of a span, with its from and val; nonzero stops. */
+typedef int (*pg_paint_fn)(void *ctx, uint64_t start, uint64_t end, uint64_t from, uint32_t val);
+/* Paints [start, end) with (from, val): fn (if not NULL) is called for
+ * each part of the earlier spans it covers, clipped to it, by address;
+ * those parts are gone after.  Returns 0, -ENOMEM or fn's nonzero value;
+ * on an error the spans are lost (free it). */
+int pg_paint(struct pg_paint *p, uint64_t start, uint64_t end, uint64_t from, uint32_t val,
+	     pg_paint_fn fn, void *ctx);
+/* fn for every span, by address. */
+int pg_paint_each(struct pg_paint *p, pg_paint_fn fn, void *ctx);
+void pg_paint_free(struct pg_paint *p);
+
 /* Output files written beside their final name and renamed into place:
  * never through a symlink, never in place.  An existing device, FIFO or
  * socket is the exception: it is opened and written directly.  The hidden

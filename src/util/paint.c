@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/* Disjoint address spans painted over each other, each with the time it
+ * was painted and a value: the symbolizer's address x time plane and the
+ * code model's record of which ranges held code (since).  A treap keyed
+ * by start with split and merge, so a paint costs O(log n + the spans it
+ * covers); freed nodes are reused, so memory follows the live spans. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "util/util.h"
+
+#define NIL UINT32_MAX
+
+static uint32_t node_new(struct pg_paint *p, uint64_t start, uint64_t end, uint64_t from,
+			 uint32_t val)
+{
+	uint32_t i;
+
+	if (p->free_head != NIL) {
+		i = p->free_head;
+		p->free_head = p->n[i].l;
+	} else {
+		if (p->len >= NIL - 1 || !pg_grow((void **)&p->n, &p->cap, p->len + 1, sizeof(*p->n)))
+			return NIL;
+		i = (uint32_t)p->len++;
+	}
+	/* xorshift: deterministic priorities, balanced in expectation */
+	p->rnd ^= p->rnd << 13;
+	p->rnd ^= p->rnd >> 17;
+	p->rnd ^= p->rnd << 5;
+	p->n[i] = (struct pg_paint_node){ .start = start, .end = end, .from = from, .val = val,
+					  .prio = p->rnd, .l = NIL, .r = NIL };
+	return i;
+}
+
+static void node_free(struct pg_paint *p, uint32_t i)
+{
+	p->n[i].l = p->free_head;
+	p->free_head = i;
+}
+
+/* Splits by start into (< key) and (>= key). */
+static void split(struct pg_paint *p, uint32_t root, uint64_t key, uint32_t *a, uint32_t *b)
+{
+	uint32_t *la = a, *lb = b;
+
+	while (root != NIL) {
+		if (p->n[root].start < key) {
+			*la = root;
+			la = &p->n[root].r;
+			root = p->n[root].r;
+		} else {
+			*lb = root;
+			lb = &p->n[root].l;
+			root = p->n[root].l;
+		}
+	}
+	*la = *lb = NIL;
+}
+
+/* Joins a and b, every key of a below every key of b. */
+static uint32_t merge(struct pg_paint *p, uint32_t a, uint32_t b)
+{
+	uint32_t root = NIL, *link = &root;
+
+	while (a != NIL && b != NIL) {
+		if (p->n[a].prio > p->n[b].prio) {
+			*link = a;
+			link = &p->n[a].r;
+			a = p->n[a].r;
+		} else {
+			*link = b;
+			link = &p->n[b].l;
+			b = p->n[b].l;
+		}
+	}
+	*link = a != NIL ? a : b;
+	return root;
+}
+
+/* In-order walk of subtree m; with e != 0 every node is also freed and a
+ * node reaching past e leaves that part as *rest. */
+static int walk(struct pg_paint *p, uint32_t m, uint64_t e, bool take, uint32_t *rest,
+		pg_paint_fn fn, void *ctx)
+{
+	size_t top = 0;
+	int ret;
+
+	while (m != NIL || top) {
+		struct pg_paint_node nd;
+
+		while (m != NIL) {
+			if (!pg_grow((void **)&p->stack, &p->stack_cap, top + 1, sizeof(*p->stack)))
+				return -ENOMEM;
+			p->stack[top++] = m;
+			m = p->n[m].l;
+		}
+		m = p->stack[--top];
+		nd = p->n[m];
+		if (fn && (ret = fn(ctx, nd.start, take && nd.end > e ? e : nd.end, nd.from, nd.val)))
+			return ret;
+		if (take) {
+			if (nd.end > e && (*rest = node_new(p, e, nd.end, nd.from, nd.val)) == NIL)
+				return -ENOMEM;
+			node_free(p, m);
+		}
+		m = nd.r;
+	}
+	return 0;
+}
+
+int pg_paint(struct pg_paint *p, uint64_t start, uint64_t end, uint64_t from, uint32_t val,
+	     pg_paint_fn fn, void *ctx)
+{
+	uint32_t a, b, m, c, rest = NIL, node;
+	int ret = 0;
+
+	if (start >= end)
+		return 0;
+	if (!p->init) {
+		p->free_head = p->root = NIL;
+		p->rnd = 2463534242u;
+		p->init = true;
+	}
+	split(p, p->root, start, &a, &b);
+	split(p, b, end, &m, &c);
+	/* the span starting before start may reach into [start, end) */
+	if (a != NIL) {
+		uint32_t last = a;
+
+		while (p->n[last].r != NIL)
+			last = p->n[last].r;
+		if (p->n[last].end > start) {
+			struct pg_paint_node nd = p->n[last];
+
+			if (fn)
+				ret = fn(ctx, start, nd.end < end ? nd.end : end, nd.from, nd.val);
+			if (!ret && nd.end > end &&
+			    (rest = node_new(p, end, nd.end, nd.from, nd.val)) == NIL)
+				ret = -ENOMEM;
+			p->n[last].end = start;
+		}
+	}
+	if (!ret)
+		ret = walk(p, m, end, true, &rest, fn, ctx);
+	if (!ret && (node = node_new(p, start, end, from, val)) == NIL)
+		ret = -ENOMEM;
+	if (ret) {
+		p->root = NIL;	/* left unusable: the caller frees it */
+		return ret;
+	}
+	if (rest != NIL)
+		c = merge(p, rest, c);
+	p->root = merge(p, a, merge(p, node, c));
+	return 0;
+}
+
+int pg_paint_each(struct pg_paint *p, pg_paint_fn fn, void *ctx)
+{
+	return p->init ? walk(p, p->root, 0, false, NULL, fn, ctx) : 0;
+}
+
+void pg_paint_free(struct pg_paint *p)
+{
+	free(p->n);
+	free(p->stack);
+	*p = (struct pg_paint){ 0 };
+}
