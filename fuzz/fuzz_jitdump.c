@@ -280,8 +280,11 @@ static void build_images(const uint8_t *data, size_t size)
 			seen_addr[nseen] = ev.addr + ev.size / 2;
 			seen_time[nseen++] = ev.time;
 		}
+		/* and since: never after the LOAD */
+		if (pg_code_since(src) > ev.time)
+			abort();
 		memset(&place, 0, sizeof(place));
-		rc = pg_elfset_add(set, &ev, &place);
+		rc = pg_elfset_add_since(set, &ev, pg_code_since(src), &place);
 		if (rc < 0)
 			break;
 		if (rc == 0 && place.image == PG_ELF_LATER) {
@@ -316,7 +319,9 @@ static void build_images(const uint8_t *data, size_t size)
 		/* every map names an image, inside the address space */
 		for (size_t i = 0; i < n; i++)
 			if (m[i].image >= pg_elfset_count(set) || !m[i].len ||
-			    m[i].start + m[i].len < m[i].start)
+			    m[i].start + m[i].len < m[i].start ||
+			    pg_elfset_map_loaded(set, i) < m[i].time ||
+			    (m[i].kind != PG_ELF_MAP_LOAD && pg_elfset_map_loaded(set, i) != m[i].time))
 				abort();
 		(void)pg_elfset_commit(set);
 	}

@@ -40,6 +40,7 @@ What perfgraft's code model makes of the names (issue 22), for oracles
 of its outputs: perf_file_name() and symbol_name().
 """
 
+import bisect
 import struct
 import sys
 
@@ -387,3 +388,65 @@ if __name__ == "__main__":
     for p in sys.argv[1:]:
         print("%s:" % p)
         print(summary(parse(p)))
+
+
+def since_times(events):
+    """When each LOAD's code may be taken to run (perfgraft's since, issue
+    22 point 6), from events in file order: (kind, time, addr, size,
+    code_index) with kind "load", "move" or "unload".  Returns one time per
+    event (the event's own time for all but LOADs).
+
+    The rule, spelled out on disjoint segments: a LOAD or MOVE makes its
+    range held by its code index; an UNLOAD makes the parts its code index
+    still holds vacant, at its time.  A LOAD whose range covers nothing
+    held starts at the latest time a covered part was vacated, or at the
+    first LOAD's time where nothing was ever there (never after itself);
+    one covering held code starts at its own time."""
+    segs = []          # sorted disjoint [start, end, holder or None, time]
+    out, first = [], None
+
+    def cut(at):
+        i = bisect.bisect_left(segs, at, key=lambda s: s[0])
+        if i > 0 and segs[i - 1][0] < at < segs[i - 1][1]:
+            s = segs[i - 1]
+            segs.insert(i, [at, s[1], s[2], s[3]])
+            s[1] = at
+        return i
+
+    def covered(start, end):
+        lo = cut(start)
+        hi = cut(end)
+        return lo, hi
+
+    for kind, time, addr, size, ci in events:
+        end = min(addr + size, 2 ** 64 - 1)
+        if not size:
+            out.append(time)
+            continue
+        lo, hi = covered(addr, end)
+        if kind == "load":
+            if first is None:
+                first = time
+            part = segs[lo:hi]
+            if any(s[2] is not None for s in part):
+                since = time
+            else:
+                since = max([first] + [s[3] for s in part])
+                since = min(since, time)
+            segs[lo:hi] = [[addr, end, ci, time]]
+            out.append(since)
+        elif kind == "move":
+            segs[lo:hi] = [[addr, end, ci, time]]
+            out.append(time)
+        else:
+            new, at = [], addr
+            for s in segs[lo:hi]:
+                if s[0] > at:
+                    new.append([at, s[0], None, time])
+                new.append([s[0], s[1], None, time] if s[2] == ci else s)
+                at = s[1]
+            if at < end:
+                new.append([at, end, None, time])
+            segs[lo:hi] = new
+            out.append(time)
+    return out

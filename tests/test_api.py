@@ -137,9 +137,12 @@ class DumpFacts:
                                  % (DUMP, rc, err[-2000:]))
         doc = json.loads(out)
         cls.loads = {}
+        cls.first_time = None   # the first LOAD's, in file order
         for r in doc["records"]:
             if r.get("type") == "LOAD" and r.get("code_size"):
                 cls.loads[r["code_addr"]] = r
+                if cls.first_time is None:
+                    cls.first_time = r["timestamp"]
         cls.imgdir = os.path.join(cls.tmp.name, "img")
         os.mkdir(cls.imgdir)
         cmd = [PERFGRAFT, "elf", DUMP, "-o", cls.imgdir, "--list", "-q"]
@@ -227,17 +230,23 @@ class ExampleSymbolize(unittest.TestCase):
             size, t = ld["code_size"], ld["timestamp"]
             for off in sorted({0, min(0x10, size - 1), size // 2, size - 1}):
                 cases.append(("0x%x" % (a + off), a + off, ld))
-            # A JIT reuses addresses, so lookups take a time: from the
-            # LOAD's time on the function is there, before it nothing (no
-            # two LOADs of this dump overlap).  Integer ns, and perf
+            # A JIT reuses addresses, so lookups take a time.  No two
+            # LOADs of this dump overlap, so each function is there from
+            # its since, the dump's first LOAD (code may run before it is
+            # announced), and before that nothing.  Integer ns, and perf
             # script's seconds with 6 digits, whose interval's end counts.
             x = a + min(4, size - 1)
+            since = cls.facts.first_time
             cases.append(("0x%x@%d" % (x, t), x, ld))
-            cases.append(("%x@%d" % (x, t - 1), x, None))
-            us = t // 1000
-            cases.append(("0x%x@%d.%06d" % (x, us // 10**6, us % 10**6), x, ld))
-            us -= 1
-            cases.append(("0x%x@%d.%06d" % (x, us // 10**6, us % 10**6), x, None))
+            cases.append(("%x@%d" % (x, t - 1), x, ld if t - 1 >= since else None))
+            cases.append(("%x@%d" % (x, since - 1), x, None))
+            for us in (t // 1000, t // 1000 - 1, (since - 1) // 1000):
+                end = us * 1000 + 999
+                cases.append(("0x%x@%d.%06d" % (x, us // 10**6, us % 10**6), x,
+                              ld if end >= since else None))
+        spans = sorted((a, a + loads[a]["code_size"]) for a in loads)
+        assert all(e <= s2 for (_, e), (s2, _) in zip(spans, spans[1:])), \
+            "two LOADs of %s overlap: the cases above assume none do" % DUMP
         ends = [a + loads[a]["code_size"] for a in loads]
         for a in (0x10, max(ends) + 0x100000):
             if any(s <= a < s + loads[s]["code_size"] for s in loads):
@@ -499,7 +508,7 @@ class Installed(unittest.TestCase):
         """The installed libperfgraft.so exports exactly the functions the
         headers declare: the modules' shared helpers (pg_err, pg_buf_*,
         ...) stay inside (src/libperfgraft.map), and every one is
-        versioned PERFGRAFT_1.0."""
+        versioned: PERFGRAFT_1.0, or the node that added it."""
         libs = [os.path.join(d, f) for d, _, fs in os.walk(self.dest)
                 for f in fs if re.fullmatch(r"libperfgraft\.so\.\d+\.\d+\.\d+", f)]
         self.assertEqual(len(libs), 1, libs)
@@ -508,10 +517,14 @@ class Installed(unittest.TestCase):
         versioned = {ln.split()[-1] for ln in out.splitlines()
                      if len(ln.split()) == 3 and ln.split()[1] in "TWDBRVi"}
         versioned = {e for e in versioned if not e.startswith("_")}
-        # every public function carries the version node, as the default
-        # version (@@): programs linked now bind to PERFGRAFT_1.0
-        self.assertEqual(sorted(e for e in versioned if not e.endswith("@@PERFGRAFT_1.0")), [],
-                         "exported without the PERFGRAFT_1.0 version node")
+        # every public function carries a version node, as the default
+        # version (@@): 1.0, or 1.1 for those added with it
+        added_1_1 = {"pg_code_since", "pg_elfset_add_since", "pg_elfset_map_loaded"}
+        want = {e.split("@")[0]: "PERFGRAFT_1.1" if e.split("@")[0] in added_1_1
+                else "PERFGRAFT_1.0" for e in versioned}
+        self.assertEqual(sorted(e for e in versioned
+                                if not e.endswith("@@" + want[e.split("@")[0]])), [],
+                         "exported without its version node")
         exported = {e.split("@")[0] for e in versioned}
         declared = set()
         for h in os.listdir(HEADERS):

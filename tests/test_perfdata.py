@@ -65,6 +65,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import perfdata_gen as G  # noqa: E402
+import jitdump_oracle as O  # noqa: E402
 
 PERFGRAFT = os.environ.get("PERFGRAFT", os.path.join(ROOT, "build", "perfgraft"))
 PERF = os.environ.get("PERF", "perf")
@@ -73,6 +74,14 @@ TIMEOUT = 120
 
 PERF_ABI_MSG = "file uses a more recent and unsupported ABI (%d bytes extra)"
 PERF_INCOMPATIBLE = "incompatible file format (rerun with -v to learn more)"
+
+
+def map_times(funcs):
+    """address -> when its injected MMAP2 starts: the LOAD's since (a
+    range no earlier code held starts at the first LOAD)."""
+    since = O.since_times([("load", t, addr, size, i)
+                           for i, (_, addr, size, t) in enumerate(funcs)])
+    return {f[1]: t for f, t in zip(funcs, since)}
 
 
 def info(msg):
@@ -483,9 +492,10 @@ class PassThrough(_Standard):
                     self.assertEqual(inj, [])
                     continue
                 sid_all = c.attrs[0].sample_id_all
-                want = sorted((t if sid_all else None, addr) for _, addr, _, t in c.funcs)
+                since = map_times(c.funcs)
+                want = sorted((since[addr] if sid_all else None, addr) for _, addr, _, _ in c.funcs)
                 self.assertEqual(sorted((x.get("time"), x["start"]) for x in inj), want,
-                                 "one MMAP2 per LOAD at its time and address")
+                                 "one MMAP2 per LOAD at its since and address")
                 for x in inj:
                     fn = [f for f in c.funcs if f[1] == x["start"]][0]
                     self.assertGreaterEqual(x["len"], fn[2])
@@ -654,8 +664,8 @@ class Ordering(_Standard):
                 for i, x in enumerate(recs):
                     if not (x["type"] == G.PERF_RECORD_MMAP2 and r.is_injected(x)):
                         continue
-                    # its LOAD's time (the record has none without sample_id_all)
-                    t = [f[3] for f in c.funcs if f[1] == x["start"]][0]
+                    # its LOAD's since (the record has none without sample_id_all)
+                    t = map_times(c.funcs)[x["start"]]
                     self.assertEqual(x.get("time", t), t)
                     before = [y for y in recs[:i] if "time" in y and not r.is_injected(y)]
                     after = [y for y in recs[i + 1:] if "time" in y and not r.is_injected(y)]

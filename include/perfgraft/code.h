@@ -128,6 +128,17 @@ int pg_code_open_mem(const void *buf, size_t len, const char *name,
 void pg_code_close(pg_code_source *src);
 
 const struct pg_code_process *pg_code_process(const pg_code_source *src);
+/* For the LOAD pg_code_next() returned last: the earliest time its code
+ * may be taken to run, <= its time.  Producers announce code after it is
+ * installed (HotSpot posts CompiledMethodLoad when the method may already
+ * run), so where the range held no other code before the LOAD, it is the
+ * latest time a part of the range was vacated (an UNLOAD), or the
+ * source's first LOAD where nothing was ever there; the LOAD's own time
+ * where the range covers code an earlier LOAD or MOVE put there and no
+ * UNLOAD took away (a MOVE leaves its old range held: V8 may run the old
+ * copy a while).  After any other event: that event's time. */
+uint64_t pg_code_since(const pg_code_source *src);
+
 /* The path or name given at open. */
 const char *pg_code_path(const pg_code_source *src);
 /* Bytes of input (progress: against pg_code_event.src_offset). */

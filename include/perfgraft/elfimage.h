@@ -176,7 +176,10 @@ enum pg_elf_map_kind {
 
 struct pg_elf_map {
 	enum pg_elf_map_kind kind;
-	uint64_t time;		/* the producer's clock (pg_code_event.time) */
+	/* when the map starts, on the producer's clock: the event's time,
+	 * or a LOAD's since (pg_elfset_add_since; in the memory layout not
+	 * before its generation's first LOAD), pg_elfset_map_loaded() */
+	uint64_t time;
 	uint32_t pid, tid;
 	uint64_t id;		/* the code index; 0 for TABLES */
 	uint64_t start, len, pgoff;
@@ -213,6 +216,10 @@ int pg_elfset_new(const struct pg_code_process *proc, const char *dump_name,
  * the file).  A failure leaves the images written before it pending. */
 int pg_elfset_add(pg_elfset *set, const struct pg_code_event *load,
 		  struct pg_elf_place *out);
+/* The same, with a LOAD's map starting at since when that is before its
+ * time (pg_code_since(): code that runs before its LOAD is named). */
+int pg_elfset_add_since(pg_elfset *set, const struct pg_code_event *load, uint64_t since,
+			struct pg_elf_place *out);
 /* Writes the packed image still open, if any, or in the memory layout
  * every image.  A dump whose memory layout would make the output explode
  * is written in the packed layout instead, with a warning: past 256 +
@@ -240,6 +247,9 @@ int pg_elfset_note_frames(pg_elfset *set, uint64_t time, const uint64_t *addrs, 
  * records.  Valid until the next call on the set other than
  * pg_elfset_image(), pg_elfset_count() or pg_elfset_maps(). */
 const struct pg_elf_map *pg_elfset_maps(const pg_elfset *set, size_t *n);
+/* The time of the event that made map i: its LOAD's time where the map
+ * starts earlier, else the map's own time (0 when i is out of range). */
+uint64_t pg_elfset_map_loaded(const pg_elfset *set, size_t i);
 /* Renames every image written so far (and not reused) to its final name,
  * replacing a different file of that name.  Committed files stay listed
  * for removal on a signal until pg_elfset_keep() or pg_elfset_free().

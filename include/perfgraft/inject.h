@@ -76,6 +76,9 @@ struct pg_inject_stats {
 	char *image_dir;
 	/* memory layout: maps of live code into a later generation */
 	uint64_t carried;
+	/* maps of LOADs that start before the LOAD's time, from where the
+	 * range last held other code (pg_code_since) */
+	uint64_t early;
 };
 
 /* Copies opts->input (a perf.data recorded with -k mono, file or pipe

@@ -176,7 +176,7 @@ int cmd_elf(int argc, char **argv)
 		/* a MOVE's code is mapped again only in the memory layout */
 		if (!load && !eo.memory_layout)
 			continue;
-		ret = pg_elfset_add(set, &ev, &pl);
+		ret = pg_elfset_add_since(set, &ev, pg_code_since(src), &pl);
 		if (ret < 0)
 			break;
 		if (ret == 1) {

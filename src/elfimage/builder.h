@@ -72,6 +72,7 @@ struct mrec {
  * MOVE's new place), in event order. */
 struct mplace {
 	uint64_t time, addr, len;
+	uint64_t since;		/* a LOAD's map may start here (pg_code_since) */
 	uint32_t pid, tid;
 	uint32_t rec;		/* its mrec */
 	uint64_t dead;		/* moved away or unloaded at this time */
@@ -149,6 +150,10 @@ struct pg_elfset {
 	size_t nspans;
 	struct pg_elf_map *maps;
 	size_t nmaps, maps_cap;
+	/* by map: the time of the LOAD whose map starts earlier (at its
+	 * since), else UINT64_MAX */
+	uint64_t *loaded;
+	size_t loaded_cap;
 };
 
 /* What happened to an image's file, beside its public struct. */
@@ -197,12 +202,13 @@ struct cfi_tables {
 
 /* set.c */
 struct pg_elf_map *pg_set_new_map(pg_elfset *set);
+void pg_set_map_since(pg_elfset *set, struct pg_elf_map *m, uint64_t since);
 bool pg_set_id_put(struct pg_u64map *m, uint64_t id, uint32_t at, bool place);
-int pg_set_add_placed(pg_elfset *set, const struct pg_code_event *ld,
+int pg_set_add_placed(pg_elfset *set, const struct pg_code_event *ld, uint64_t since,
 		      struct pg_elf_place *out);
 
 /* plan.c */
-int pg_plan_keep(pg_elfset *set, const struct pg_code_event *ld);
+int pg_plan_keep(pg_elfset *set, const struct pg_code_event *ld, uint64_t since);
 int pg_plan_move(pg_elfset *set, const struct pg_code_event *ev);
 int pg_plan_memory(pg_elfset *set);
 int pg_plan_fallback(pg_elfset *set);

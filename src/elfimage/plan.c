@@ -209,6 +209,10 @@ static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t ge
 						  .image = (uint32_t)im->pub,
 						  .size = set->recs[p->rec].size,
 						  .name = set->recs[p->rec].name };
+			/* not before the generation's carried code and tables */
+			if (!p->move)
+				pg_set_map_since(set, m, p->since > first->time ? p->since
+										: first->time);
 		}
 	}
 out:
@@ -602,7 +606,7 @@ static int rec_meta(struct mrec *r)
 
 /* Keeps a LOAD for pg_elfset_finish(): its arrays are copied (the
  * source reuses them), its strings and code bytes stay the source's. */
-int pg_plan_keep(pg_elfset *set, const struct pg_code_event *ld)
+int pg_plan_keep(pg_elfset *set, const struct pg_code_event *ld, uint64_t since)
 {
 	struct mrec *r;
 	struct mplace *p;
@@ -665,7 +669,7 @@ int pg_plan_keep(pg_elfset *set, const struct pg_code_event *ld)
 		return pg_err(set->diag, -ENOMEM, "out of memory");
 	}
 	p = &set->places[set->nplaces];
-	*p = (struct mplace){ .time = ld->time, .addr = ld->addr,
+	*p = (struct mplace){ .time = ld->time, .since = since, .addr = ld->addr,
 			      .len = ld->cfi ? pg_align(ld->size, 8) + ld->cfi->mapped_size : ld->size,
 			      .pid = ld->pid, .tid = ld->tid, .rec = (uint32_t)set->nrecs,
 			      .dead = UINT64_MAX, .killed = NONE, .ref_lo = UINT64_MAX };
@@ -773,7 +777,7 @@ int pg_plan_fallback(pg_elfset *set)
 			ret = pg_plan_move(set, &ev);
 			ret = ret < 0 ? ret : 0;
 		} else {
-			ret = pg_set_add_placed(set, &ev, &out);
+			ret = pg_set_add_placed(set, &ev, p->since, &out);
 		}
 	}
 	return ret ? ret : pg_files_close_pack(set);

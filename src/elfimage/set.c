@@ -114,11 +114,22 @@ int pg_elfset_new(const struct pg_code_process *hdr, const char *dump_name,
  * memory. */
 struct pg_elf_map *pg_set_new_map(pg_elfset *set)
 {
-	if (!pg_grow((void **)&set->maps, &set->maps_cap, set->nmaps + 1, sizeof(*set->maps))) {
+	if (!pg_grow((void **)&set->maps, &set->maps_cap, set->nmaps + 1, sizeof(*set->maps)) ||
+	    !pg_grow((void **)&set->loaded, &set->loaded_cap, set->nmaps + 1, sizeof(*set->loaded))) {
 		pg_err(set->diag, -ENOMEM, "out of memory");
 		return NULL;
 	}
+	set->loaded[set->nmaps] = UINT64_MAX;
 	return &set->maps[set->nmaps++];
+}
+
+/* A LOAD's map m starts at since, when that is earlier than its time. */
+void pg_set_map_since(pg_elfset *set, struct pg_elf_map *m, uint64_t since)
+{
+	if (since < m->time && m->time != UINT64_MAX) {
+		set->loaded[m - set->maps] = m->time;
+		m->time = since;
+	}
 }
 
 /* Sets id -> (at, place), the latest wins; false on OOM. */
@@ -133,7 +144,7 @@ bool pg_set_id_put(struct pg_u64map *m, uint64_t id, uint32_t at, bool place)
 }
 
 /* A LOAD into a packed image or an image of its own, at once. */
-int pg_set_add_placed(pg_elfset *set, const struct pg_code_event *ld,
+int pg_set_add_placed(pg_elfset *set, const struct pg_code_event *ld, uint64_t since,
 		      struct pg_elf_place *out)
 {
 	const struct pg_code_cfi *u = ld->cfi;
@@ -196,11 +207,12 @@ int pg_set_add_placed(pg_elfset *set, const struct pg_code_event *ld,
 				  .tid = ld->tid, .id = ld->id, .start = ld->addr,
 				  .len = out->map_len, .pgoff = out->pgoff, .image = out->image,
 				  .size = ld->size, .name = ld->name };
+	pg_set_map_since(set, m, since);
 	return 0;
 }
 
-int pg_elfset_add(pg_elfset *set, const struct pg_code_event *ld,
-		  struct pg_elf_place *out)
+int pg_elfset_add_since(pg_elfset *set, const struct pg_code_event *ld, uint64_t since,
+			struct pg_elf_place *out)
 {
 	int ret;
 
@@ -224,12 +236,17 @@ int pg_elfset_add(pg_elfset *set, const struct pg_code_event *ld,
 		return 1;
 	}
 	if (set->memory && !(ld->cfi && set->cfi_compat)) {
-		ret = pg_plan_keep(set, ld);
+		ret = pg_plan_keep(set, ld, since);
 		if (ret == 0)
 			out->image = PG_ELF_LATER;
 		return ret;
 	}
-	return pg_set_add_placed(set, ld, out);
+	return pg_set_add_placed(set, ld, since, out);
+}
+
+int pg_elfset_add(pg_elfset *set, const struct pg_code_event *ld, struct pg_elf_place *out)
+{
+	return pg_elfset_add_since(set, ld, ld->time, out);
 }
 
 int pg_elfset_finish(pg_elfset *set)
@@ -249,6 +266,13 @@ const struct pg_elf_map *pg_elfset_maps(const pg_elfset *set, size_t *n)
 {
 	*n = set->nmaps;
 	return set->maps;
+}
+
+uint64_t pg_elfset_map_loaded(const pg_elfset *set, size_t i)
+{
+	if (i >= set->nmaps)
+		return 0;
+	return set->loaded[i] != UINT64_MAX ? set->loaded[i] : set->maps[i].time;
 }
 
 size_t pg_elfset_count(const pg_elfset *set)
@@ -283,6 +307,7 @@ void pg_elfset_free(pg_elfset *set)
 	free(set->spans);
 	pg_u64map_free(&set->ids);
 	free(set->maps);
+	free(set->loaded);
 	for (size_t i = 0; i < set->nimages; i++)
 		free(set->images[i].path);
 	free(set->images);

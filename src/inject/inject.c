@@ -30,6 +30,7 @@
 
 struct event {			/* an MMAP2 to inject */
 	uint64_t time, seq;
+	uint64_t loaded;	/* its LOAD's time, when time is its since */
 	uint64_t start, len, pgoff;
 	uint32_t pid, tid;
 	uint32_t img;		/* index into inj->imgs */
@@ -44,6 +45,9 @@ struct image {			/* a written image, as MMAP2 records name it */
 struct pidinfo {
 	uint32_t pid;
 	uint64_t first_load;	/* anon maps of pid after this are dropped */
+	/* where maps start before their LOAD (cancel_early) */
+	uint64_t early_lo, early_hi;
+	unsigned early_checks;
 	unsigned dumps;		/* dumps injected for it (image prefixes) */
 	bool by_hand;		/* a --jitdump dump: its markers are ignored */
 };
@@ -73,7 +77,8 @@ struct inj {
 	char *abs_dir;		/* realpath of image_dir */
 	bool pipe_out;		/* images are committed as each dump is read */
 	pg_elfset **sets;	/* every dump's images, until the output commits */
-	size_t nsets, sets_cap;
+	struct setinfo *setinfo;	/* by set */
+	size_t nsets, sets_cap, setinfo_cap;
 	size_t ncommitted;	/* sets[0, ncommitted) have their names */
 	struct pg_elfset_budget *budget;	/* the run's bound on sparse images */
 	/* the dumps' sets and sources keep a pg_diag as long as they live:
@@ -86,6 +91,11 @@ struct inj {
 	size_t nlater, later_cap;
 	uint64_t *words;	/* one sample's, for note_sample */
 	size_t words_cap;
+};
+
+struct setinfo {
+	uint32_t base_img;	/* its image 0 in imgs */
+	bool arch;		/* its times are TSC */
 };
 
 struct deferred {
@@ -118,10 +128,10 @@ static int heap_push(struct inj *j, struct event *e)
 	return 0;
 }
 
-static struct event heap_pop(struct inj *j)
+/* Moves the event at i down to its place. */
+static void sift_down(struct inj *j, size_t i)
 {
-	struct event top = j->heap[0], last = j->heap[--j->nheap];
-	size_t i = 0;
+	struct event e = j->heap[i];
 
 	for (;;) {
 		size_t c = 2 * i + 1;
@@ -130,13 +140,21 @@ static struct event heap_pop(struct inj *j)
 			break;
 		if (c + 1 < j->nheap && ev_less(&j->heap[c + 1], &j->heap[c]))
 			c++;
-		if (!ev_less(&j->heap[c], &last))
+		if (!ev_less(&j->heap[c], &e))
 			break;
 		j->heap[i] = j->heap[c];
 		i = c;
 	}
+	j->heap[i] = e;
+}
+
+static struct event heap_pop(struct inj *j)
+{
+	struct event top = j->heap[0];
+
+	j->heap[0] = j->heap[--j->nheap];
 	if (j->nheap)
-		j->heap[i] = last;
+		sift_down(j, 0);
 	return top;
 }
 
@@ -298,12 +316,32 @@ static int queue_maps(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool ar
 		return pg_err(j->diag, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		uint64_t t = arch ? tsc_to_perf(tc, m[i].time) : m[i].time;
+		uint64_t lt = pg_elfset_map_loaded(set, i);
 
-		(*evs)[i] = (struct event){ .time = t, .start = m[i].start, .len = m[i].len,
+		lt = arch ? tsc_to_perf(tc, lt) : lt;
+		(*evs)[i] = (struct event){ .time = t, .loaded = lt < t ? t : lt,
+					    .start = m[i].start, .len = m[i].len,
 					    .pgoff = m[i].pgoff, .pid = m[i].pid, .tid = m[i].tid,
 					    .img = m[i].image };
 		if (m[i].kind == PG_ELF_MAP_LOAD && t < pi->first_load)
 			pi->first_load = t;
+		if (t < lt) {	/* it starts before its LOAD */
+			uint32_t dpid = pi->pid;
+			/* pidinfo() may move pids: pi is found again after */
+			struct pidinfo *ep = m[i].pid == dpid ? pi : pidinfo(j, m[i].pid);
+
+			pi = pidinfo(j, dpid);
+			if (!ep || !pi) {
+				free(*evs);
+				*evs = NULL;
+				return pg_err(j->diag, -ENOMEM, "out of memory");
+			}
+			j->st->early++;
+			if (ep->early_lo >= ep->early_hi || m[i].start < ep->early_lo)
+				ep->early_lo = m[i].start;
+			if (m[i].start + m[i].len > ep->early_hi)
+				ep->early_hi = m[i].start + m[i].len;
+		}
 		j->st->carried += m[i].kind == PG_ELF_MAP_CARRY;
 	}
 	*nevs = n;
@@ -320,11 +358,13 @@ static int finish_dump(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool a
 	size_t nevs = 0;
 	int ret;
 
-	if (!pg_grow((void **)&j->sets, &j->sets_cap, j->nsets + 1, sizeof(*j->sets))) {
+	if (!pg_grow((void **)&j->sets, &j->sets_cap, j->nsets + 1, sizeof(*j->sets)) ||
+	    !pg_grow((void **)&j->setinfo, &j->setinfo_cap, j->nsets + 1, sizeof(*j->setinfo))) {
 		pg_elfset_discard(set);
 		pg_elfset_free(set);
 		return pg_err(dd, -ENOMEM, "out of memory");
 	}
+	j->setinfo[j->nsets] = (struct setinfo){ .base_img = base_img, .arch = arch };
 	j->sets[j->nsets++] = set;
 	ret = pg_elfset_finish(set);
 	if (!ret)
@@ -410,7 +450,7 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 	while ((ret = pg_code_next(src, &rec)) > 0) {
 		struct pg_elf_place pl;
 
-		ret = pg_elfset_add(set, &rec, &pl);
+		ret = pg_elfset_add_since(set, &rec, pg_code_since(src), &pl);
 		if (ret < 0)
 			goto fail;
 		if (ret == 0 && rec.kind == PG_CODE_LOAD)
@@ -571,12 +611,88 @@ static int load_explicit(struct inj *j)
 	return ret;
 }
 
+/* ---- maps that start before their LOAD ---- */
+
+#define EARLY_CHECKS 64	/* recording maps over a pid's early maps, then none */
+
+static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+	uint64_t ae = a + alen < a ? UINT64_MAX : a + alen;
+	uint64_t be = b + blen < b ? UINT64_MAX : b + blen;
+
+	return a < be && b < ae;
+}
+
+/* A map the recording has itself of a file (a library, data), at time t,
+ * over the range of a LOAD's map that starts early (pg_code_since): the
+ * range did not hold nothing but the JIT's code before the LOAD after all
+ * (perf records no munmap: the file may have stayed until the LOAD).  Such
+ * a map starts at its LOAD's time instead: one still queued is moved
+ * there, one already written is written again there, after the
+ * recording's.  Past EARLY_CHECKS such maps in a pid, every early map of
+ * it is treated so at once, which bounds the work. */
+static int cancel_early(struct inj *j, uint32_t pid, uint64_t start, uint64_t len, uint64_t t)
+{
+	struct pidinfo *pi = NULL;
+	const struct pg_pd_time_conv *tc = pg_perfdata_time_conv(j->pd);
+	bool moved = false;
+
+	for (size_t k = 0; k < j->npids; k++)
+		if (j->pids[k].pid == pid)
+			pi = &j->pids[k];
+	if (!pi || pi->early_lo >= pi->early_hi ||
+	    !overlaps(start, len, pi->early_lo, pi->early_hi - pi->early_lo))
+		return 0;
+	if (++pi->early_checks > EARLY_CHECKS) {
+		start = 0;
+		len = UINT64_MAX;
+		pi->early_lo = pi->early_hi = 0;	/* none left after this */
+	}
+	for (size_t i = 0; i < j->nheap; i++) {
+		struct event *e = &j->heap[i];
+
+		if (e->pid == pid && e->time < e->loaded && overlaps(e->start, e->len, start, len)) {
+			e->time = e->loaded;
+			moved = true;
+		}
+	}
+	for (size_t i = j->nheap / 2; moved && i-- > 0;)
+		sift_down(j, i);
+	for (size_t s = 0; s < j->nsets; s++) {
+		size_t n;
+		const struct pg_elf_map *m = pg_elfset_maps(j->sets[s], &n);
+		bool arch = j->setinfo[s].arch;
+
+		for (size_t i = 0; i < n; i++) {
+			uint64_t et = arch ? tsc_to_perf(tc, m[i].time) : m[i].time;
+			uint64_t lt = pg_elfset_map_loaded(j->sets[s], i);
+			struct event e;
+			int ret;
+
+			lt = arch ? tsc_to_perf(tc, lt) : lt;
+			if (m[i].pid != pid || !(et <= t && t < lt) ||
+			    !overlaps(m[i].start, m[i].len, start, len))
+				continue;
+			e = (struct event){ .time = lt, .loaded = lt, .start = m[i].start,
+					    .len = m[i].len, .pgoff = m[i].pgoff, .pid = m[i].pid,
+					    .tid = m[i].tid, .img = j->setinfo[s].base_img + m[i].image };
+			if ((ret = heap_push(j, &e)))
+				return ret;
+		}
+	}
+	return 0;
+}
+
 /* exec //anon, [anon:...], /memfd: maps hide JIT code once it is injected */
+static bool anon(const struct pg_pd_mmap *mm)
+{
+	return !strncmp(mm->filename, "//anon", 6) || !strncmp(mm->filename, "[anon:", 6) ||
+	       !strncmp(mm->filename, "/memfd:", 7);
+}
+
 static bool anon_exec(const struct pg_pd_mmap *mm)
 {
-	return mm->exec && (!strncmp(mm->filename, "//anon", 6) ||
-			    !strncmp(mm->filename, "[anon:", 6) ||
-			    !strncmp(mm->filename, "/memfd:", 7));
+	return mm->exec && anon(mm);
 }
 
 /* ---- the stacks of DWARF call graphs ---- */
@@ -808,6 +924,14 @@ static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 			if (ret)
 				break;
 		}
+		if (r.has_time && (r.type == PG_PERF_RECORD_MMAP || r.type == PG_PERF_RECORD_MMAP2)) {
+			struct pg_pd_mmap mm;
+
+			/* anonymous memory is where JIT code lives, not other code */
+			if (!pg_perfdata_mmap(j.pd, &r, &mm) && !anon(&mm) &&
+			    (ret = cancel_early(&j, mm.pid, mm.start, mm.len, r.time)))
+				break;
+		}
 		ret = pg_pdw_write(j.w, r.data, r.size, r.extra, r.extra_size);
 		if (ret)
 			break;
@@ -855,6 +979,7 @@ out:
 		pg_elfset_free(j.sets[i]);
 	}
 	free(j.sets);
+	free(j.setinfo);
 	for (size_t i = 0; i < j.nimgs; i++)
 		free(j.imgs[i].path);
 	if (ret && made_dir)

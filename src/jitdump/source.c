@@ -81,6 +81,7 @@ void pg_code_close(pg_code_source *src)
 	for (size_t i = 0; i < src->names.n; i++)
 		free((char *)src->names.keys[i]);
 	pg_strmap_free(&src->names);
+	pg_paint_free(&src->held);
 	free(src->lines);
 	free(src->tmp);
 	free(src->path);
@@ -97,9 +98,104 @@ const char *pg_code_path(const pg_code_source *src)
 	return src->path;
 }
 
+uint64_t pg_code_since(const pg_code_source *src)
+{
+	return src->since;
+}
+
 uint64_t pg_code_size(const pg_code_source *src)
 {
 	return src->size;
+}
+
+/* ---- since (pg_code_since): when a LOAD's range last held other code ----
+ * Every LOAD and MOVE paints its range with its code index (held), every
+ * UNLOAD the part its code index still holds with VACANT. */
+#define VACANT 0
+
+static uint32_t held_val(uint64_t id)
+{
+	return (uint32_t)(id % 0xffffffffu) + 1;	/* never VACANT */
+}
+
+static uint64_t range_end(uint64_t addr, uint64_t size)
+{
+	return addr + size < addr ? UINT64_MAX : addr + size;
+}
+
+struct covered {
+	bool held;
+	uint64_t vacated;	/* the latest time a covered part was vacated */
+};
+
+static int cover(void *ctx, uint64_t start, uint64_t end, uint64_t from, uint32_t val)
+{
+	struct covered *c = ctx;
+
+	(void)start;
+	(void)end;
+	if (val != VACANT)
+		c->held = true;
+	else if (from > c->vacated)
+		c->vacated = from;
+	return 0;
+}
+
+/* the parts an UNLOAD covers, to paint back those of other code */
+struct parts {
+	struct pg_paint_node *v;
+	size_t n, cap;
+};
+
+static int collect(void *ctx, uint64_t start, uint64_t end, uint64_t from, uint32_t val)
+{
+	struct parts *p = ctx;
+
+	if (!pg_grow((void **)&p->v, &p->cap, p->n + 1, sizeof(*p->v)))
+		return -ENOMEM;
+	p->v[p->n++] = (struct pg_paint_node){ .start = start, .end = end, .from = from,
+					       .val = val };
+	return 0;
+}
+
+static int track(pg_code_source *src, struct pg_code_event *ev)
+{
+	uint64_t end = range_end(ev->addr, ev->size);
+	int ret = 0;
+
+	src->since = ev->time;
+	if (!ev->size)
+		return 0;
+	if (ev->kind == PG_CODE_LOAD) {
+		struct covered c = { 0 };
+
+		if (!src->have_first) {
+			src->first_load = ev->time;
+			src->have_first = true;
+		}
+		ret = pg_paint(&src->held, ev->addr, end, ev->time, held_val(ev->id), cover, &c);
+		if (!ret && !c.held) {
+			uint64_t t = c.vacated > src->first_load ? c.vacated : src->first_load;
+
+			if (t < ev->time)
+				src->since = t;
+		}
+	} else if (ev->kind == PG_CODE_MOVE) {
+		ret = pg_paint(&src->held, ev->addr, end, ev->time, held_val(ev->id), NULL, NULL);
+	} else {
+		struct parts p = { 0 };
+		uint32_t mine = held_val(ev->id);
+
+		ret = pg_paint(&src->held, ev->addr, end, ev->time, VACANT, collect, &p);
+		for (size_t i = 0; !ret && i < p.n; i++)
+			if (p.v[i].val != mine)	/* other code now there, or vacated */
+				ret = pg_paint(&src->held, p.v[i].start, p.v[i].end, p.v[i].from,
+					       p.v[i].val, NULL, NULL);
+		free(p.v);
+	}
+	if (ret)
+		return pg_err(src->diag, -ENOMEM, "%s: out of memory", src->path);
+	return 0;
 }
 
 int pg_code_next(pg_code_source *src, struct pg_code_event *ev)
@@ -112,6 +208,8 @@ int pg_code_next(pg_code_source *src, struct pg_code_event *ev)
 		src->st.loads += ev->kind == PG_CODE_LOAD;
 		src->st.moves += ev->kind == PG_CODE_MOVE;
 		src->st.unloads += ev->kind == PG_CODE_UNLOAD;
+		if (track(src, ev) < 0)
+			return -ENOMEM;
 	}
 	return ret;
 }

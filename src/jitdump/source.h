@@ -34,6 +34,10 @@ struct pg_code_source {
 	struct pg_code_line *lines, *tmp;
 	size_t lines_cap, tmp_cap;
 	struct pg_strmap names;	/* strings readers made (recovered file names) */
+	/* which ranges hold code, for each LOAD's since (source.c) */
+	struct pg_paint held;
+	uint64_t first_load, since;
+	bool have_first;
 };
 
 /* Room for n rows of the current LOAD (NULL: out of memory, reported). */

@@ -283,7 +283,7 @@ static int add_dump(pg_symbolizer *s, pg_code_source *src, const char *path)
 		if (ev.kind == PG_CODE_LOAD) {
 			struct placement pl = {
 				.name = ev.name, .start = ev.addr,
-				.code_index = ev.id, .time = cap_time(ev.time),
+				.code_index = ev.id, .time = cap_time(pg_code_since(src)),
 				.seq = s->seq++, .dump = di,
 			};
 
