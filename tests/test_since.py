@@ -113,7 +113,7 @@ class SymbolizeRule(unittest.TestCase):
 
 class InjectEarly(unittest.TestCase):
     T0 = 1_000_000_000          # the first LOAD
-    X, Y, Z, W = BASE, BASE + 0x10000, BASE + 0x20000, BASE + 0x30000
+    X, Y, Z, W, V = BASE, BASE + 0x10000, BASE + 0x20000, BASE + 0x30000, BASE + 0x40000
     FILE = "/usr/lib/perfgraft-test/libother.so"
 
     def setUp(self):
@@ -128,6 +128,10 @@ class InjectEarly(unittest.TestCase):
         jd.load(b"JS:*early", jg.x86_64_code(0x40, 2), self.Y, 2, timestamp=t0 + 4_000_000)
         jd.load(b"JS:*late", jg.x86_64_code(0x40, 3), self.Z, 3, timestamp=t0 + 6_000_000)
         jd.load(b"JS:*w", jg.x86_64_code(0x40, 4), self.W, 4, timestamp=t0 + 6_000_000)
+        # memory an UNLOAD freed, used again (a new generation of the region)
+        jd.load(b"JS:*v1", jg.x86_64_code(0x40, 5), self.V, 5, timestamp=t0 + 1_000_000)
+        jd.unload(self.V, 0x40, 5, timestamp=t0 + 2_000_000)
+        jd.load(b"JS:*v2", jg.x86_64_code(0x40, 6), self.V, 6, timestamp=t0 + 4_000_000)
         self.dump = os.path.join(self.d, "jit-%d.dump" % PID)
         jd.write(self.dump)
         self.data = os.path.join(self.d, "perf.data")
@@ -149,6 +153,8 @@ class InjectEarly(unittest.TestCase):
             (self.Y + 8, t0 + 5_000_000, "JS:*early"),
             (self.Z + 8, t0 + 1_000_000, "JS:*late"),      # before the file came
             (self.W + 8, t0 + 1_000_000, "[unknown]"),     # the file's
+            (self.V + 8, t0 + 1_500_000, "JS:*v1"),
+            (self.V + 8, t0 + 3_000_000, "JS:*v2"),        # after the UNLOAD
         ]
         for ip, t, _ in self.samples:
             b.sample(ip, PID, PID, t)
@@ -182,10 +188,16 @@ class InjectEarly(unittest.TestCase):
                 self.assertTrue(g.startswith(want + " "), (hex(ip), t, g, want))
 
     def test_file_mode(self):
-        out = os.path.join(self.d, "out.data")
-        r = run([PERFGRAFT, "inject", "-q", "-i", self.data, "-o", out], cwd=self.d)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.check(out)
+        for layout in ("packed", "per-function", "memory"):
+            with self.subTest(layout=layout):
+                out = os.path.join(self.d, "out-%s.data" % layout)
+                r = run([PERFGRAFT, "inject", "-q", "--layout", layout, "-i", self.data,
+                         "-o", out], cwd=self.d)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.check(out)
+                self.check_maps(out)
+
+    def check_maps(self, out):
         # the MMAP2s: first and early from the first LOAD; late from the
         # first LOAD, then again at its LOAD after the file's map
         d = json.loads(run([PERFGRAFT, "dump", "--json", out]).stdout)
@@ -195,7 +207,8 @@ class InjectEarly(unittest.TestCase):
         t0 = self.T0
         self.assertEqual(sorted(mm), sorted([(self.X, t0), (self.Y, t0), (self.Z, t0),
                                              (self.Z, t0 + 6_000_000),
-                                             (self.W, t0 + 6_000_000)]))
+                                             (self.W, t0 + 6_000_000),
+                                             (self.V, t0), (self.V, t0 + 2_000_000)]))
 
     def test_pipe_mode(self):
         r = run("cat pipe.in | %s inject -q -i - -o - > pipe.data" % PERFGRAFT,

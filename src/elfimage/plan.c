@@ -209,10 +209,12 @@ static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t ge
 						  .image = (uint32_t)im->pub,
 						  .size = set->recs[p->rec].size,
 						  .name = set->recs[p->rec].name };
-			/* not before the generation's carried code and tables */
+			/* with user stacks not before the generation's carried
+			 * code: a stack must not hold frames of two of the
+			 * region's images */
 			if (!p->move)
-				pg_set_map_since(set, m, p->since > first->time ? p->since
-										: first->time);
+				pg_set_map_since(set, m, !set->carry_live || p->since > first->time
+							 ? p->since : first->time);
 		}
 	}
 out:
