@@ -18,7 +18,10 @@ still held (a LOAD or MOVE no UNLOAD took away) starts at its LOAD.
    LOAD stays unnamed.  A file the recording maps over such a range before
    the LOAD (before the map went out, or after) cancels the early start
    there: perf script names the file's samples by the file and the JIT
-   code's after its LOAD by the JIT code, in file and in pipe mode.
+   code's after its LOAD by the JIT code, in file and in pipe mode, in
+   every layout.  Memory an UNLOAD freed and a LOAD uses again (a new
+   generation of the memory layout's region) is the new code's from the
+   UNLOAD on.
 """
 import json
 import os
