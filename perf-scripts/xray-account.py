@@ -31,11 +31,13 @@ Options (give them after `--`, so that perf does not take them):
 The debug-info column is the line-table row of the function's address, as
 account's symbolizer finds it ("<invalid>:0:0" without debug info, "(unknown)"
 without a binary).
-Differences from llvm-xray account: "-s func"
-sorts by function name (account does not implement it); durations are
-whole nanoseconds, so on a trace whose cycle frequency is not 1 GHz the CSV's
-7 significant digits lack account's fractions of a nanosecond (the text
-table's microseconds match except in rare rounding cases).
+Latencies are computed as account does, from each exit's ticks and the
+trace's cycle frequency (ticks / frequency in doubles, the sum of the ticks
+divided once; a frequency of 0 counts ticks as seconds, as account does),
+so both tables match account's digits.  perf.data files from perfgraft
+versions whose exits lack those fields fall back to the whole-nanosecond
+duration field.  Difference from llvm-xray account: "-s func" sorts by
+function name (account does not implement it).
 """
 
 import argparse
@@ -75,7 +77,7 @@ def parse_args(argv):
 
 args = parse_args(sys.argv[1:])
 
-latencies = {}          # func_id -> [duration ns, ...]
+latencies = {}          # func_id -> [(ticks, cycle frequency), ...]
 names = {}              # func_id -> name, from xray:function
 debug = {}              # func_id -> "file:line:column", from xray:function
 skipped = {"unfinished": 0, "no_entry": 0}
@@ -89,7 +91,11 @@ def _exit_event(fields):
     if flags & FLAG_UNFINISHED:
         skipped["unfinished"] += 1
         return
-    latencies.setdefault(fields["func_id"], []).append(fields["duration"])
+    if "ticks" in fields and "freq" in fields:
+        lat = (fields["ticks"], fields["freq"])
+    else:                       # older perfgraft: whole ns only
+        lat = (fields["duration"], 1000000000)
+    latencies.setdefault(fields["func_id"], []).append(lat)
 
 
 def _text(v):
@@ -121,17 +127,37 @@ def trace_unhandled(event_name, context, event_fields_dict, *rest):
         _function_event(event_fields_dict)
 
 
+def seconds(ticks, freq):
+    # account: a double divided by the header's frequency, unless it is 0
+    return float(ticks) / float(freq) if freq else float(ticks)
+
+
 def stats(timings):
-    s = sorted(timings)
+    freqs = set(f for _, f in timings)
+    if len(freqs) == 1:
+        # one trace's calls (account's case): sort the ticks, divide the
+        # picked ones, and the sum of the ticks (accumulated in a double)
+        # once, as account does
+        freq = freqs.pop()
+        s = sorted(t for t, _ in timings)
+        total = 0.0
+        for t in s:
+            total += t
+        conv = lambda v: seconds(v, freq)
+    else:
+        # calls from traces of different frequencies: their seconds
+        s = sorted(seconds(t, f) for t, f in timings)
+        total = math.fsum(s)
+        conv = float
     n = len(s)
     return {
         "count": n,
-        "min": s[0],
-        "med": s[n // 2],
-        "90p": s[int(math.floor(n * 0.9))],
-        "99p": s[int(math.floor(n * 0.99))],
-        "max": s[-1],
-        "sum": float(sum(s)),
+        "min": conv(s[0]),
+        "med": conv(s[n // 2]),
+        "90p": conv(s[int(math.floor(n * 0.9))]),
+        "99p": conv(s[int(math.floor(n * 0.99))]),
+        "max": conv(s[-1]),
+        "sum": conv(total),
     }
 
 
@@ -142,8 +168,6 @@ def rows():
         r["funcid"] = fid
         r["func"] = names.get(fid, "#%d" % fid)
         r["debug"] = debug.get(fid, UNKNOWN)
-        for k in ("min", "med", "90p", "99p", "max", "sum"):
-            r[k] = r[k] / 1e9
         out.append(r)
     # sorted() is stable: rows with equal keys stay in function id order
     out.sort(key=lambda r: r[args.sort], reverse=args.sortorder == "dsc")

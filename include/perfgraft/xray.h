@@ -271,7 +271,7 @@ struct pg_xray_convert_stats {
 	uint64_t inferred_exits;	/* frames closed by an outer exit */
 	uint64_t unknown_ids;		/* records whose ID is not in the map */
 	uint64_t max_depth;
-	uint64_t gaps;			/* unsampled stretches (max_gap_ns) */
+	uint64_t gaps;			/* idle stretches: past max_gap_ns, no call open */
 	uint64_t out_bytes;
 	uint64_t first_ns, last_ns;
 };

@@ -218,7 +218,7 @@ int cmd_xray(int argc, char **argv)
 				(unsigned long long)st.samples, (unsigned long long)st.grid_samples);
 		if (st.exits_without_entry || st.unfinished || st.inferred_exits || st.unknown_ids ||
 		    ts.damaged_buffers || ts.truncated_bytes || st.gaps)
-			fprintf(stderr, "perfgraft: xray: recovered: %llu exits without entry (trace began mid-call), %llu entries never exited (closed at the thread's last time), %llu frames closed by an outer exit, %llu records with IDs not in the binary, %llu damaged buffers, %llu bytes cut off, %llu unsampled gaps\n",
+			fprintf(stderr, "perfgraft: xray: recovered: %llu exits without entry (trace began mid-call), %llu entries never exited (closed at the thread's last time), %llu frames closed by an outer exit, %llu records with IDs not in the binary, %llu damaged buffers, %llu bytes cut off, %llu idle gaps (--max-gap)\n",
 				(unsigned long long)st.exits_without_entry,
 				(unsigned long long)st.unfinished,
 				(unsigned long long)st.inferred_exits,

@@ -44,11 +44,21 @@ static const char *const attr_names[NATTRS] = {
 	"xray:call_args", "xray:custom_event", "xray:typed_event", "xray:function",
 };
 
+/* Ticks to ns, rounded to the nearest (llvm-xray account divides in
+ * doubles: truncating would lose up to 1 ns on every latency), saturating
+ * at UINT64_MAX (ticks at 1 Hz past 584 years).  A cycle frequency of 0
+ * (unknown) counts ticks as seconds, as llvm-xray account does: it prints
+ * the raw tick counts as its seconds when the header's frequency is 0. */
 static uint64_t to_ns(uint64_t tsc, uint64_t freq)
 {
-	if (freq == 0 || freq == 1000000000ull)
+	unsigned __int128 v;
+
+	if (freq == 1000000000ull)
 		return tsc;
-	return (uint64_t)((unsigned __int128)tsc * 1000000000u / freq);
+	if (freq == 0)
+		freq = 1;
+	v = ((unsigned __int128)tsc * 1000000000u + freq / 2) / freq;
+	return v > UINT64_MAX ? UINT64_MAX : (uint64_t)v;
 }
 
 static uint64_t out_time(struct conv *cv, uint64_t ns)
@@ -243,34 +253,27 @@ static void new_run(struct conv *cv, struct thread *th, uint64_t now, uint64_t o
 		h_fix(cv, th->hpos);
 }
 
-/* Nothing happened for longer than max_gap: a corrupt timestamp or a long
- * pause.  Open stacks are not sampled across it; sampling resumes on the
- * grid after it. */
-static int skip_gap(struct conv *cv, uint32_t ti, const struct pg_xr_record *r, uint64_t now)
+/* Whether any thread is inside a call: its time is the call's, however
+ * long nobody records anything (a leaf computing for minutes writes no
+ * record until it returns), so it is sampled, never a gap.  A corrupt
+ * timestamp far ahead costs at most thin_after samples per doubling of the
+ * time it skips. */
+static bool any_call_open(const struct conv *cv)
 {
-	uint64_t resume = grid_at(cv, now);
-	int ret;
+	for (size_t i = 0; i < cv->nthreads; i++)
+		if (cv->threads[i].depth)
+			return true;
+	return false;
+}
 
+/* Nothing happened for longer than max_gap and no call was open: the
+ * program was idle or stopped (or a timestamp is corrupt).  No stack is
+ * open, so there is nothing to sample: the stretch is only reported. */
+static void idle_gap(struct conv *cv, uint32_t ti, const struct pg_xr_record *r, uint64_t now)
+{
 	cv->st->gaps++;
-	pg_warn(cv->diag, "%s: offset %llu: no thread recorded anything for %.3f s before this record (tid %u); the stretch is not sampled (--max-gap)",
+	pg_warn(cv->diag, "%s: offset %llu: no thread recorded anything and no call was open for %.3f s before this record (tid %u) (--max-gap)",
 		cv->in[ti].path, (unsigned long long)r->offset, (now - cv->last_in) / 1e9, r->tid);
-	for (size_t i = 0; i < cv->nheap; i++) {
-		struct thread *th = &cv->threads[cv->heap[i]];
-
-		if (!cv->samples || !th->depth || th->cover == UINT64_MAX)
-			continue;
-		/* points before the gap that a thinned run owes a sample */
-		if ((ret = flush_run(cv, th, cv->last_in)) < 0)
-			return ret;
-		if (th->cover < resume) {
-			th->cover = resume;
-			th->next_sample = next_point(cv, th);
-		}
-	}
-	for (size_t i = cv->nheap / 2 + 1; i-- > 0;)	/* keys moved: rebuild */
-		if (i < cv->nheap)
-			h_fix(cv, i);
-	return 0;
 }
 
 /* -------------------------------------------------------------- threads */
@@ -380,9 +383,11 @@ static int get_thread(struct conv *cv, uint32_t trace, const struct pg_xr_record
 
 /* ---------------------------------------------------------------- stacks */
 
-static uint64_t dur_ns(uint64_t a, uint64_t b, uint64_t freq)
+static struct xr_dur dur(uint64_t a, uint64_t b, uint64_t freq)
 {
-	return to_ns(a > b ? a - b : b - a, freq);
+	uint64_t ticks = a > b ? a - b : b - a;
+
+	return (struct xr_dur){ .ns = to_ns(ticks, freq), .ticks = ticks, .freq = freq };
 }
 
 static int push(struct conv *cv, struct thread *th, const struct pg_xr_record *r)
@@ -408,7 +413,7 @@ static int close_frames(struct conv *cv, struct thread *th, size_t keep, uint64_
 		const struct frame *f = &th->stack[th->depth - 1];
 
 		if (cv->events)
-			ret = pg_xray_ev_exit(cv, th, ATTR_EXIT, f->id, dur_ns(tsc, f->tsc, freq),
+			ret = pg_xray_ev_exit(cv, th, ATTR_EXIT, f->id, dur(tsc, f->tsc, freq),
 					      th->depth - 1, flags, time);
 		th->depth--;
 		if (ret < 0)
@@ -454,9 +459,10 @@ static int handle(struct conv *cv, uint32_t ti, const struct pg_xr_record *r, ui
 	size_t k = 0;
 	int ret;
 
+	/* any_call_open() only past max_gap: no scan on the hot path */
 	if (cv->have_last_in && ns > cv->last_in && ns - cv->last_in > cv->max_gap &&
-	    (ret = skip_gap(cv, ti, r, ns)) < 0)
-		return ret;
+	    !any_call_open(cv))
+		idle_gap(cv, ti, r, ns);
 	cv->last_in = ns;
 	cv->have_last_in = true;
 	if ((ret = samples_until(cv, ns)) < 0)
@@ -495,7 +501,8 @@ static int handle(struct conv *cv, uint32_t ti, const struct pg_xr_record *r, ui
 			/* the trace began inside this call */
 			cv->st->exits_without_entry++;
 			if (cv->events)
-				ret = pg_xray_ev_exit(cv, th, attr, r->func_id, 0, th->depth,
+				ret = pg_xray_ev_exit(cv, th, attr, r->func_id,
+						      (struct xr_dur){ .freq = freq }, th->depth,
 						      PG_XRAY_EXIT_NO_ENTRY, time);
 			if (ret < 0)
 				return ret;
@@ -506,7 +513,7 @@ static int handle(struct conv *cv, uint32_t ti, const struct pg_xr_record *r, ui
 			return ret;
 		if (cv->events)
 			ret = pg_xray_ev_exit(cv, th, attr, r->func_id,
-					      dur_ns(r->tsc, th->stack[k - 1].tsc, freq), k - 1, 0, time);
+					      dur(r->tsc, th->stack[k - 1].tsc, freq), k - 1, 0, time);
 		th->depth = k - 1;
 		if (ret < 0)
 			return ret;
@@ -628,7 +635,7 @@ static int run(struct conv *cv)
 		cv->nin++;
 		in->freq = pg_xray_header(in->t)->cycle_frequency;
 		if (!in->freq && !cv->warned_freq) {
-			pg_warn(cv->diag, "%s: cycle frequency 0: times are raw ticks, taken as ns",
+			pg_warn(cv->diag, "%s: cycle frequency 0 in the header: the tick rate is unknown; ticks are taken as seconds, as llvm-xray account does",
 				in->path);
 			cv->warned_freq = true;
 		}
@@ -645,7 +652,9 @@ static int run(struct conv *cv)
 				best = i;
 		if (best == SIZE_MAX)
 			break;
-		if (!cv->st->first_ns)
+		/* the first record's time, even when it is 0 (handle() sets
+		 * have_last_in) */
+		if (!cv->have_last_in)
 			cv->st->first_ns = cv->in[best].la_ns;
 		cv->st->last_ns = cv->in[best].la_ns;
 		if ((ret = handle(cv, (uint32_t)best, &cv->in[best].la, cv->in[best].la_ns)) < 0 ||

@@ -27,12 +27,17 @@
 /* Events carry the function's ID only: its name, address and source line
  * travel once, in the xray:function event written before the first event
  * that names it.  Trace time is the sample's time (the TSC converted with
- * the trace's cycle frequency). */
+ * the trace's cycle frequency).  Exits carry the latency twice: duration
+ * in ns (rounded) for people, ticks and the trace's cycle frequency (freq,
+ * 0 when the header says 0) for xray-account.py, which needs them to
+ * print llvm-xray account's 7 significant digits. */
 #define EXIT_FIELDS \
 	"\tfield:u64 duration;\toffset:8;\tsize:8;\tsigned:0;\n" \
 	"\tfield:u32 func_id;\toffset:16;\tsize:4;\tsigned:0;\n" \
 	"\tfield:u32 depth;\toffset:20;\tsize:4;\tsigned:0;\n" \
-	"\tfield:u32 flags;\toffset:24;\tsize:4;\tsigned:0;\n\n" \
+	"\tfield:u32 flags;\toffset:24;\tsize:4;\tsigned:0;\n" \
+	"\tfield:u64 ticks;\toffset:28;\tsize:8;\tsigned:0;\n" \
+	"\tfield:u64 freq;\toffset:36;\tsize:8;\tsigned:0;\n\n" \
 	"print fmt: \"id=%u depth=%u duration=%llu flags=%s\", " \
 	"REC->func_id, REC->depth, REC->duration, __print_flags(REC->flags, \"|\", " \
 	"{ 1, \"inferred\" }, { 2, \"unfinished\" }, { 4, \"no_entry\" })\n"
@@ -236,7 +241,7 @@ int pg_xray_ev_entry(struct conv *cv, const struct thread *th, const struct pg_x
 }
 
 int pg_xray_ev_exit(struct conv *cv, const struct thread *th, int attr, uint32_t id,
-		    uint64_t dur_ns, size_t depth, uint32_t flags, uint64_t time)
+		    struct xr_dur d, size_t depth, uint32_t flags, uint64_t time)
 {
 	int ret = ev_function(cv, th, id, time);
 	bool be = cv->rec.big_endian;
@@ -245,11 +250,13 @@ int pg_xray_ev_exit(struct conv *cv, const struct thread *th, int attr, uint32_t
 	if (ret < 0)
 		return ret;
 	tp_start(cv, attr, th, func_addr(cv, id), time);
-	if ((p = pg_rec_claim(&cv->rec, 20))) {
-		p = pg_rec_st64(p, dur_ns, be);
+	if ((p = pg_rec_claim(&cv->rec, 36))) {
+		p = pg_rec_st64(p, d.ns, be);
 		p = pg_rec_st32(p, id, be);
 		p = pg_rec_st32(p, (uint32_t)depth, be);
-		pg_rec_st32(p, flags, be);
+		p = pg_rec_st32(p, flags, be);
+		p = pg_rec_st64(p, d.ticks, be);
+		pg_rec_st64(p, d.freq, be);
 	}
 	cv->st->events++;
 	return tp_end(cv);

@@ -20,9 +20,16 @@ extern const uint32_t pg_xray_tp_ids[NATTRS];
  * errno. */
 int pg_xray_ev_entry(struct conv *cv, const struct thread *th, const struct pg_xr_record *r,
 		     uint64_t time);
+/* A call's latency: in ns (rounded) and as the trace gives it, ticks of
+ * its cycle frequency (0: unknown), from which a reader computes what
+ * llvm-xray account prints (ticks / frequency in doubles) to the digit. */
+struct xr_dur {
+	uint64_t ns, ticks, freq;
+};
+
 /* attr: ATTR_EXIT or ATTR_TAIL; flags: PG_XRAY_EXIT_* */
 int pg_xray_ev_exit(struct conv *cv, const struct thread *th, int attr, uint32_t id,
-		    uint64_t dur_ns, size_t depth, uint32_t flags, uint64_t time);
+		    struct xr_dur d, size_t depth, uint32_t flags, uint64_t time);
 int pg_xray_ev_arg(struct conv *cv, const struct thread *th, uint32_t id, uint32_t index,
 		   uint64_t value, uint64_t time);
 /* a custom or typed event's payload (cut to MAX_PAYLOAD bytes) */
