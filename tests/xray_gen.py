@@ -1142,7 +1142,7 @@ def long_call_beside_ticks():
     while tid 8 makes a short call every second up to 19 s, then nothing
     until one call at 45-46 s: a stack unchanged across many records of
     another thread, then two silent stretches (26 s and 15 s) that a
-    --max-gap below them leaves unsampled."""
+    --max-gap below them reports (tid 7's call stays open: sampled)."""
     t = FdrTrace(5, buffer_size=8192, seed=12, cycle_frequency=1000000)
     a = t.buffer(7, 70, wallclock=(1, 0))
     a.enter(1, 1000).enter(2, 1001).exit(2, 61000000).exit(1, 61000005)

@@ -210,9 +210,9 @@ struct pg_xray_opts {
 	uint64_t frequency;		/* samples per second of trace time; 0: default */
 	bool no_events;			/* samples only, no xray:* events */
 	bool no_samples;		/* events only */
-	/* a stretch longer than this in which no thread records anything is
-	 * left unsampled (a corrupt or wrapped timestamp, or a long pause);
-	 * 0: PG_XRAY_DEFAULT_MAX_GAP_NS */
+	/* a stretch longer than this in which no thread records anything
+	 * and no call is open is reported (a warning, stats gaps); time
+	 * inside an open call is always sampled; 0: PG_XRAY_DEFAULT_MAX_GAP_NS */
 	uint64_t max_gap_ns;
 	/* samples of an unchanged stack (a run) taken on the full grid; after
 	 * them the spacing doubles every thin_after samples, each sample's
