@@ -102,6 +102,7 @@ static uint64_t touch_rec(const pg_perfdata *pd, const struct pg_pd_rec *r)
 {
 	uint64_t sum = r->type + r->misc + r->size + r->offset + r->compressed;
 	struct pg_pd_mmap mm;
+	int32_t pid, tid;
 
 	if (r->size < 8 || !r->data)
 		abort();
@@ -111,10 +112,21 @@ static uint64_t touch_rec(const pg_perfdata *pd, const struct pg_pd_rec *r)
 		abort();
 	sum += touch_bytes(r->data, r->size);
 	sum += touch_bytes(r->extra, r->extra_size);
+	if (pg_perfdata_own_tid(pd, r, &pid, &tid)) {
+		/* the record's own words: a SAMPLE's are the decoded ones, an
+		 * MMAP's are what pg_perfdata_mmap() reads */
+		if (r->type == PG_PERF_RECORD_SAMPLE &&
+		    ((uint32_t)pid != r->pid || (uint32_t)tid != r->tid))
+			abort();
+		sum += (uint32_t)pid * 17u + (uint32_t)tid * 19u;
+	}
 	if ((r->type == PG_PERF_RECORD_MMAP || r->type == PG_PERF_RECORD_MMAP2) &&
 	    pg_perfdata_mmap(pd, r, &mm) == 0) {
 		if (mm.filename < (const char *)r->data ||
 		    mm.filename >= (const char *)r->data + r->size)
+			abort();
+		if (!pg_perfdata_own_tid(pd, r, &pid, &tid) || (uint32_t)pid != mm.pid ||
+		    (uint32_t)tid != mm.tid)
 			abort();
 		sum += mm.pid + mm.tid + mm.start + mm.len + mm.pgoff + mm.prot +
 		       mm.exec + touch_str(mm.filename);

@@ -98,6 +98,16 @@ def seeds():
     b.feature(40, b"future")
     basic(b, n=2)
     out["08-file-le-136-inband.data"] = b.to_bytes()
+
+    # 11: version 1 ("PERFFILE"), big-endian: only attr_size (72 + 16)
+    # tells the byte order; a kernel MMAP whose trailer says other than
+    # its own pid/tid
+    b = G.PerfDataBuilder(bo=">", v1=True, attrs=[G.Attr(size=72, ids=[101])])
+    b.raw_record(G.PERF_RECORD_MMAP, G.MISC_KERNEL,
+                 b.p("IIQQQ", 0xFFFFFFFF, 0, 0xFFFFFFFF81000000, 0x1000000, 0)
+                 + G.cstr("[kernel.kallsyms]_text", 8) + b.trailer(0, 0, 0))
+    basic(b, n=2)
+    out["11-file-be-v1.data"] = b.to_bytes()
     return out
 
 

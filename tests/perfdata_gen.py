@@ -51,6 +51,7 @@ import jitdump_gen  # noqa: E402
 
 MAGIC = b"PERFILE2"
 MAGIC_BE = b"2ELIFREP"
+MAGIC_V1 = b"PERFFILE"      # version 1: same layout, the byte order told by attr_size
 FILE_HDR = 104
 PIPE_HDR = 16
 
@@ -417,10 +418,14 @@ def tracing_blob(bo):
 # the builder
 
 class PerfDataBuilder:
-    def __init__(self, bo="<", pipe=False, attrs=None, end_marker=False):
+    def __init__(self, bo="<", pipe=False, attrs=None, end_marker=False, v1=False):
+        """v1: written with version 1's magic ("PERFFILE"), which says no
+        byte order: perf tells it from attr_size (a perf_event_attr ABI
+        size, 64/72/80/96/104, + 16) or a pipe's header size."""
         if bo not in ("<", ">"):
             raise ValueError("byte order must be '<' or '>'")
         self.bo = bo
+        self.v1 = v1
         self.pipe = pipe
         self.attrs = attrs if attrs is not None else [Attr(ids=[101])]
         self.features = {}          # bit -> body
@@ -782,7 +787,7 @@ class PerfDataBuilder:
         if self._group is not None:
             raise RuntimeError("unfinished compressed block")
         bo = self.bo
-        magic = MAGIC if bo == "<" else MAGIC_BE
+        magic = MAGIC_V1 if self.v1 else MAGIC if bo == "<" else MAGIC_BE
         if self.pipe:
             top = self._pipe_prefix() + self.stream
             data, self.records = self._layout(top, PIPE_HDR)
@@ -973,6 +978,39 @@ JIT_FUNCS = [
     (b"JS:~work /app/work.js:20", 0x100, 0x45, 30_000),
     (b"Builtin:ArrayPrototypePush", 0x200, 0x20, 40_000),
 ]
+
+
+def own_tid_case(path, bo="<", v1=False, pipe=False):
+    """A file whose records carry a pid/tid unlike their sample_id
+    trailers' (issue 23 point 10): a kernel MMAP of pid -1 with 0/0 in its
+    trailer (as perf synthesizes it), a COMM and a FORK whose trailers
+    name the parent thread, an MMAP2 whose trailer names thread 1, a
+    SAMPLE, and an EXIT with 0/0 in its trailer.  v1: version 1's magic
+    with a 72-byte attr (attr_size 88).  Returns [(type, pid, tid,
+    trailer pid, trailer tid)] in file order, pids as perf prints them
+    (signed)."""
+    a = Attr(size=72 if v1 else 128, sample_type=S_IP | S_TID | S_TIME | S_PERIOD, ids=[7])
+    b = PerfDataBuilder(bo=bo, attrs=[a], pipe=pipe, v1=v1)
+    pid, tid, t = PID, PID + 1, T0
+
+    def rec(rtype, misc, body, tpid, ttid, time):
+        b.raw_record(rtype, misc, body + b.trailer(tpid, ttid, time))
+
+    rec(PERF_RECORD_MMAP, MISC_KERNEL,
+        b.p("IIQQQ", 0xFFFFFFFF, 0, 0xffffffff81000000, 0x1000000, 0xffffffff81000000)
+        + cstr("[kernel.kallsyms]_text", 8), 0, 0, 0)
+    rec(PERF_RECORD_COMM, MISC_COMM_EXEC, b.p("II", pid, tid) + cstr("worker", 8), pid, pid, t)
+    # FORK and EXIT: u32 pid, ppid, tid, ptid; u64 time
+    rec(PERF_RECORD_FORK, 0, b.p("IIIIQ", pid, pid, tid, pid, t + 1), pid, pid, t + 1)
+    rec(PERF_RECORD_MMAP2, MISC_USER,
+        b.p("IIQQQIIQQII", pid, tid, 0x400000, 0x1000, 0, 8, 1, 99, 0, 5, 2)
+        + cstr("/usr/bin/true", 8), 1, 1, t + 2)
+    b.sample(0x400010, pid, tid, t + 3)
+    rec(PERF_RECORD_EXIT, 0, b.p("IIIIQ", pid, pid, tid, pid, t + 4), 0, 0, t + 4)
+    b.write(path)
+    return [(PERF_RECORD_MMAP, -1, 0, 0, 0), (PERF_RECORD_COMM, pid, tid, pid, pid),
+            (PERF_RECORD_FORK, pid, tid, pid, pid), (PERF_RECORD_MMAP2, pid, tid, 1, 1),
+            (PERF_RECORD_SAMPLE, pid, tid, pid, tid), (PERF_RECORD_EXIT, pid, tid, 0, 0)]
 
 
 class Case:

@@ -518,10 +518,12 @@ class Installed(unittest.TestCase):
                      if len(ln.split()) == 3 and ln.split()[1] in "TWDBRVi"}
         versioned = {e for e in versioned if not e.startswith("_")}
         # every public function carries a version node, as the default
-        # version (@@): 1.0, or 1.1 for those added with it
-        added_1_1 = {"pg_code_since", "pg_elfset_add_since", "pg_elfset_map_loaded"}
-        want = {e.split("@")[0]: "PERFGRAFT_1.1" if e.split("@")[0] in added_1_1
-                else "PERFGRAFT_1.0" for e in versioned}
+        # version (@@): 1.0, or the node of those added later
+        added = {"pg_code_since": "1.1", "pg_elfset_add_since": "1.1",
+                 "pg_elfset_map_loaded": "1.1",
+                 "pg_perfdata_own_tid": "1.2", "pg_perfdata_version": "1.2"}
+        want = {e.split("@")[0]: "PERFGRAFT_" + added.get(e.split("@")[0], "1.0")
+                for e in versioned}
         self.assertEqual(sorted(e for e in versioned
                                 if not e.endswith("@@" + want[e.split("@")[0]])), [],
                          "exported without its version node")

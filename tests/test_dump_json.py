@@ -148,14 +148,17 @@ class DumpJson(unittest.TestCase):
                 p = self.write(name, data)
                 doc = self.dump(["--json", p], 1)
                 if name == "perffile-v1":
+                    # version 1 is read; an attr_size of 0 tells no byte order
                     self.assertEqual(doc["format"], "perf.data")
-                    self.assertRegex(doc["error"], r"^%s: offset 0: " % re.escape(p))
+                    self.assertRegex(doc["error"], r"^%s: offset 16: perf.data version 1 "
+                                     % re.escape(p))
                 else:
                     self.assertEqual(doc["error"], "%s: %s" % (p, UNRECOGNISED))
                     self.assertIsNone(doc["format"])
                 # the same bytes on a pipe: perf.data is what comes that way
                 doc = self.dump(["--json", "-"], 1, stdin=data)
-                self.assertRegex(doc["error"], r"^<stdin>: offset 0: ")
+                self.assertRegex(doc["error"], r"^<stdin>: offset %d: "
+                                 % (8 if name == "perffile-v1" else 0))
 
     # -- each format: too short, cut header, damage --------------------------
     def check_prefixes(self, path):

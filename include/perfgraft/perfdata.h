@@ -34,8 +34,13 @@ extern "C" {
 enum {
 	PG_PERF_RECORD_MMAP = 1,
 	PG_PERF_RECORD_COMM = 3,
+	PG_PERF_RECORD_EXIT = 4,
+	PG_PERF_RECORD_FORK = 7,
+	PG_PERF_RECORD_READ = 8,
 	PG_PERF_RECORD_SAMPLE = 9,
 	PG_PERF_RECORD_MMAP2 = 10,
+	PG_PERF_RECORD_ITRACE_START = 12,
+	PG_PERF_RECORD_NAMESPACES = 16,
 	PG_PERF_RECORD_USER_TYPE_START = 64,
 	PG_PERF_RECORD_HEADER_ATTR = 64,
 	PG_PERF_RECORD_HEADER_TRACING_DATA = 66,
@@ -126,6 +131,10 @@ struct pg_pd_rec {
 	int attr;		/* owning attr, -1 unknown (user records) */
 	bool has_time, has_tid;
 	uint64_t time;
+	/* a SAMPLE's TID word, else the sample_id trailer's: for a record
+	 * with pid/tid fields of its own they may differ from those (perf's
+	 * synthesized kernel MMAP says pid -1 and has 0 in its trailer);
+	 * pg_perfdata_own_tid() gives the record's own */
 	uint32_t pid, tid;
 };
 
@@ -155,9 +164,17 @@ typedef struct pg_perfdata pg_perfdata;
  * and may be either), which is not closed.  The file header (attrs,
  * feature sections) is read now; pipe mode reads only the 16-byte header.
  * Returns 0 with *out set, or a negative errno (*out untouched): the
- * errno of open/fstat/mmap, -EINVAL for a bad magic, perf.data version 1,
- * a header or attr section outside the file, no attrs, file mode from a
- * stream; -ENOMEM. */
+ * errno of open/fstat/mmap, -EINVAL for a bad magic, a version 1
+ * ("PERFFILE") header whose attr_size names no perf_event_attr ABI in
+ * either byte order, a header or attr section outside the file, no
+ * attrs, file mode from a stream; -ENOMEM.
+ *
+ * Version 1 files (magic "PERFFILE", perf before 2012) are read like
+ * version 2 ones: the header and attr layout are the same, only the byte
+ * order is not in the magic but told by attr_size (64, 72, 80, 96 or 104
+ * bytes of perf_event_attr + 16, read in one byte order or the other),
+ * as perf does; pipe mode by the header size 16.  pg_perfdata_version()
+ * says which it was. */
 int pg_perfdata_open(const char *path, struct pg_diag *diag, pg_perfdata **out);
 /* Whether the first bytes of a file say perf.data ("PERF" or "2ELI": the
  * magic in either byte order; pg_perfdata_open() checks the rest).  Needs
@@ -177,6 +194,8 @@ int pg_perfdata_open_mem(const void *buf, size_t len, const char *name,
 void pg_perfdata_close(pg_perfdata *pd);
 
 bool pg_perfdata_pipe(const pg_perfdata *pd);
+/* 1 for a "PERFFILE" input, 2 for "PERFILE2" */
+int pg_perfdata_version(const pg_perfdata *pd);
 /* The file's byte order (records and attr raw bytes are in it). */
 bool pg_perfdata_big_endian(const pg_perfdata *pd);
 /* The path given ("<stdin>" for "-"), owned by the handle. */
@@ -222,6 +241,15 @@ int pg_perfdata_rewind(pg_perfdata *pd);
  * is set. */
 int pg_perfdata_mmap(const pg_perfdata *pd, const struct pg_pd_rec *rec,
 		     struct pg_pd_mmap *mm);
+/* The pid/tid a record holds in fields of its own, which is what perf
+ * prints for it: MMAP, MMAP2, COMM, READ, ITRACE_START and NAMESPACES
+ * (pid, tid at offset 8), FORK and EXIT (pid at 8, tid at 16; the parent's
+ * are not returned), and a SAMPLE's TID word (rec->pid/tid).  Returns
+ * true with *pid and *tid set (as perf's signed values: a kernel map's
+ * pid is -1), false for other types or a record too short to hold them
+ * (both then untouched). */
+bool pg_perfdata_own_tid(const pg_perfdata *pd, const struct pg_pd_rec *rec,
+			 int32_t *pid, int32_t *tid);
 /* Read a field of the file's byte order at p (unaligned is fine) in host
  * order. */
 uint16_t pg_pd_u16(const pg_perfdata *pd, const void *p);

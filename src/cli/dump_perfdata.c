@@ -10,9 +10,29 @@ struct counts {
 	uint64_t n[256], other;
 };
 
+/* The pid/tid to show: the record's own where it has them (perf prints
+ * those), else the sample_id trailer's.  *id_differs: the trailer holds
+ * others, shown beside them (perf's synthesized kernel MMAP: pid -1 in the
+ * record, 0 in the trailer). */
+static bool rec_tid(const pg_perfdata *pd, const struct pg_pd_rec *r, int32_t *pid,
+		    int32_t *tid, bool *id_differs)
+{
+	*id_differs = false;
+	if (pg_perfdata_own_tid(pd, r, pid, tid)) {
+		*id_differs = r->has_tid && r->type != PG_PERF_RECORD_SAMPLE &&
+			      ((uint32_t)*pid != r->pid || (uint32_t)*tid != r->tid);
+		return true;
+	}
+	*pid = (int32_t)r->pid;
+	*tid = (int32_t)r->tid;
+	return r->has_tid;
+}
+
 static void text_rec(const pg_perfdata *pd, const struct pg_pd_rec *r)
 {
 	struct pg_pd_mmap mm;
+	int32_t pid, tid;
+	bool id_differs;
 
 	printf("%10llu  %-16s size %5u misc 0x%04x", (unsigned long long)r->offset,
 	       pg_perfdata_record_name(r->type), r->size, r->misc);
@@ -20,8 +40,10 @@ static void text_rec(const pg_perfdata *pd, const struct pg_pd_rec *r)
 		printf(" type %u", r->type);
 	if (r->has_time)
 		printf(" time %llu", (unsigned long long)r->time);
-	if (r->has_tid)
-		printf(" pid %u tid %u", r->pid, r->tid);
+	if (rec_tid(pd, r, &pid, &tid, &id_differs))
+		printf(" pid %d tid %d", pid, tid);
+	if (id_differs)
+		printf(" (sample_id pid %d tid %d)", (int32_t)r->pid, (int32_t)r->tid);
 	if (!pg_perfdata_mmap(pd, r, &mm)) {
 		printf(" [0x%llx, +0x%llx) pgoff 0x%llx prot %u ", (unsigned long long)mm.start,
 		       (unsigned long long)mm.len, (unsigned long long)mm.pgoff, mm.prot);
@@ -41,14 +63,19 @@ static void text_rec(const pg_perfdata *pd, const struct pg_pd_rec *r)
 static void json_rec(const pg_perfdata *pd, const struct pg_pd_rec *r, bool first)
 {
 	struct pg_pd_mmap mm;
+	int32_t pid, tid;
+	bool id_differs;
 
 	printf("%s\n  {\"offset\":%llu,\"type\":%u,\"name\":\"%s\",\"misc\":%u,\"size\":%u,\"extra_size\":%llu",
 	       first ? "" : ",", (unsigned long long)r->offset, r->type, pg_perfdata_record_name(r->type), r->misc,
 	       r->size, (unsigned long long)r->extra_size);
 	if (r->has_time)
 		printf(",\"time\":%llu", (unsigned long long)r->time);
-	if (r->has_tid)
-		printf(",\"pid\":%u,\"tid\":%u", r->pid, r->tid);
+	if (rec_tid(pd, r, &pid, &tid, &id_differs))
+		printf(",\"pid\":%d,\"tid\":%d", pid, tid);
+	if (id_differs)
+		printf(",\"sample_id_pid\":%d,\"sample_id_tid\":%d", (int32_t)r->pid,
+		       (int32_t)r->tid);
 	if (r->attr >= 0)
 		printf(",\"attr\":%d", r->attr);
 	if (!pg_perfdata_mmap(pd, r, &mm)) {
@@ -119,9 +146,9 @@ int dump_perfdata(const char *path, bool json, struct cli_warnings *w)
 	if (json) {
 		printf("{\"format\":\"perf.data\",\"file\":");
 		json_str(stdout, path);
-		printf(",\"mode\":\"%s\",\"byte_order\":\"%s\",\"header\":{\"data_size\":%llu},\n",
+		printf(",\"mode\":\"%s\",\"byte_order\":\"%s\",\"header\":{\"version\":%d,\"data_size\":%llu},\n",
 		       pg_perfdata_pipe(pd) ? "pipe" : "file",
-		       pg_perfdata_big_endian(pd) ? "big" : "little",
+		       pg_perfdata_big_endian(pd) ? "big" : "little", pg_perfdata_version(pd),
 		       (unsigned long long)(pg_perfdata_pipe(pd) ? 0 : pg_perfdata_data_size(pd)));
 		/* a pipe's attrs arrive with its records: listed after them */
 		if (!pg_perfdata_pipe(pd)) {
@@ -146,7 +173,8 @@ int dump_perfdata(const char *path, bool json, struct cli_warnings *w)
 		}
 		printf("],\n\"records\":[");
 	} else {
-		printf("%s: perf.data, %s mode, %s-endian\n", path,
+		printf("%s: perf.data%s, %s mode, %s-endian\n", path,
+		       pg_perfdata_version(pd) == 1 ? " version 1 (PERFFILE)" : "",
 		       pg_perfdata_pipe(pd) ? "pipe" : "file",
 		       pg_perfdata_big_endian(pd) ? "big" : "little");
 		attr_out(pd, false);

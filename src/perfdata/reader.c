@@ -48,6 +48,7 @@ struct pg_perfdata {
 	char *name;
 	struct pg_diag *diag;
 	bool swap, big_endian, pipe;
+	int version;		/* 1: "PERFFILE", 2: "PERFILE2" */
 	/* the input: a mapping/buffer, or a stream */
 	const uint8_t *base;
 	size_t size;
@@ -112,6 +113,7 @@ uint64_t pg_pd_u64(const pg_perfdata *pd, const void *p)
 }
 
 bool pg_perfdata_pipe(const pg_perfdata *pd) { return pd->pipe; }
+int pg_perfdata_version(const pg_perfdata *pd) { return pd->version; }
 bool pg_perfdata_big_endian(const pg_perfdata *pd) { return pd->big_endian; }
 const char *pg_perfdata_name(const pg_perfdata *pd) { return pd->name; }
 size_t pg_perfdata_nattrs(const pg_perfdata *pd) { return pd->nattrs; }
@@ -399,6 +401,46 @@ static int read_extra(pg_perfdata *pd, uint64_t n)
 	return 1;
 }
 
+/* perf_event_attr sizes of the ABIs perf knows (PERF_ATTR_SIZE_VER0..4):
+ * a version 1 header's attr_size is one of them + 16 (the ids section) */
+static const uint64_t v1_attr_abis[] = { 64, 72, 80, 96, 104 };
+
+static bool v1_attr_size(uint64_t v)
+{
+	for (size_t i = 0; i < sizeof(v1_attr_abis) / sizeof(v1_attr_abis[0]); i++)
+		if (v == v1_attr_abis[i] + 16)
+			return true;
+	return false;
+}
+
+/* A version 1 ("PERFFILE") magic says nothing of the byte order: perf
+ * tells it from the header size in pipe mode (16) and from attr_size in
+ * file mode, each read as little- then big-endian.  hsize_raw is the
+ * header's size word as stored.  Sets pd->big_endian. */
+static int v1_byte_order(pg_perfdata *pd, uint64_t hsize_raw)
+{
+	uint64_t raw;
+
+	if (le64toh(hsize_raw) == PIPE_HDR || be64toh(hsize_raw) == PIPE_HDR) {
+		pd->big_endian = le64toh(hsize_raw) != PIPE_HDR;
+		return 0;
+	}
+	if (pd->fd >= 0)	/* file mode from a stream: refused after this */
+		return 0;
+	if (pd->size < 24)
+		return pg_err(pd->diag, -EINVAL, "%s: offset 0: too short for a perf.data version 1 header (%zu bytes)",
+			      pd->name, pd->size);
+	memcpy(&raw, pd->base + 16, 8);
+	if (v1_attr_size(le64toh(raw)))
+		pd->big_endian = false;
+	else if (v1_attr_size(be64toh(raw)))
+		pd->big_endian = true;
+	else
+		return pg_err(pd->diag, -EINVAL, "%s: offset 16: perf.data version 1 with attr_size %llu, which is no perf_event_attr size (64, 72, 80, 96 or 104 bytes + 16) in either byte order, so its byte order is unknown",
+			      pd->name, (unsigned long long)le64toh(raw));
+	return 0;
+}
+
 static int open_common(pg_perfdata *pd)
 {
 	uint8_t magic[8];
@@ -416,14 +458,19 @@ static int open_common(pg_perfdata *pd)
 		memcpy(magic, pd->base, 8);
 		memcpy(&hsize, pd->base + 8, 8);
 	}
-	if (!memcmp(magic, "PERFILE2", 8))
-		pd->big_endian = false;
-	else if (!memcmp(magic, "2ELIFREP", 8))
-		pd->big_endian = true;
-	else if (!memcmp(magic, "PERFFILE", 8))
-		return pg_err(pd->diag, -EINVAL, "%s: offset 0: perf.data version 1 (PERFFILE) is not supported", pd->name);
-	else
+	if (!memcmp(magic, "PERFILE2", 8) || !memcmp(magic, "2ELIFREP", 8)) {
+		pd->version = 2;
+		pd->big_endian = magic[0] == '2';
+	} else if (!memcmp(magic, "PERFFILE", 8)) {
+		int ret;
+
+		pd->version = 1;
+		ret = v1_byte_order(pd, hsize);
+		if (ret)
+			return ret;
+	} else {
 		return pg_err(pd->diag, -EINVAL, "%s: offset 0: not a perf.data file (bad magic)", pd->name);
+	}
 	pd->swap = pd->big_endian != (__BYTE_ORDER == __BIG_ENDIAN);
 	if (pd->swap)
 		hsize = bswap_64(hsize);
@@ -963,6 +1010,39 @@ int pg_perfdata_mmap(const pg_perfdata *pd, const struct pg_pd_rec *r,
 		mm->prot = mm->exec ? 5 : 1;
 	}
 	return 0;
+}
+
+bool pg_perfdata_own_tid(const pg_perfdata *pd, const struct pg_pd_rec *r,
+			 int32_t *pid, int32_t *tid)
+{
+	size_t tid_off = 12;
+
+	switch (r->type) {
+	case PG_PERF_RECORD_SAMPLE:
+		if (!r->has_tid)
+			return false;
+		*pid = (int32_t)r->pid;
+		*tid = (int32_t)r->tid;
+		return true;
+	case PG_PERF_RECORD_FORK:
+	case PG_PERF_RECORD_EXIT:
+		tid_off = 16;	/* u32 pid, ppid, tid, ptid */
+		break;
+	case PG_PERF_RECORD_MMAP:
+	case PG_PERF_RECORD_MMAP2:
+	case PG_PERF_RECORD_COMM:
+	case PG_PERF_RECORD_READ:
+	case PG_PERF_RECORD_ITRACE_START:
+	case PG_PERF_RECORD_NAMESPACES:
+		break;
+	default:
+		return false;
+	}
+	if (r->size < tid_off + 4)
+		return false;
+	*pid = (int32_t)pg_pd_u32(pd, r->data + 8);
+	*tid = (int32_t)pg_pd_u32(pd, r->data + tid_off);
+	return true;
 }
 
 bool pg_perfdata_probe(const void *buf, size_t len)
