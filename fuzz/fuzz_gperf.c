@@ -58,6 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				.root = pipe ? fuzz_tmpdir : NULL,	/* no real files */
 				.max_samples = 64,	/* records can be 64 KiB each */
 				.weighted = pipe,	/* and per stack whatever the counts */
+				.pprof_frames = pipe,	/* pprof's frame removal */
 			};
 
 			(void)pg_gperf_convert(&o, &diag, &st);

@@ -29,6 +29,12 @@ perf's counts taken from the periods (ticks = period / sampling period):
       --addresses gives its address;
   (e) dlopen: the dlclose'd plugin's samples are unknown addresses for both
       tools, with equal sums;
+  (h) with --pprof-frames, flat and cum ticks from perf report equal
+      `google-pprof --text --cum`'s (pprof's default frame removal: while
+      all stacks share their second frame it is deleted), and perfgraft
+      removes as many second frames as pprof prints "Removing ... from
+      all stack traces." lines; without it the inline scenario (one call
+      path, so pprof removes its real callers) keeps the divergence;
   (g) damaged counts (DERIVED: one count near 4e9, counts with a flipped
       byte, in records picked from the recording at hand, which is recorded
       longer when it has too few) convert at once into a small file whose
@@ -47,7 +53,7 @@ one sum per library (DSO_RULE below), which the test prints when used.
 
 perfgraft's contract (tests the converter, does not re-implement it):
   perfgraft gperf PROFILE -o OUT.data [--pid N] [--comm NAME] [--root DIR]
-            [--map OLD=NEW] [--max-samples N] [-q]
+            [--map OLD=NEW] [--max-samples N] [--pprof-frames] [-q]
   perfgraft dump --json PROFILE
 Set PERFGRAFT_GPERF_PROFILES=DIR to reuse profiles that
 tests/gen-gperf-profiles.sh DIR wrote (to rerun on the same profiles);
@@ -152,8 +158,18 @@ DERIVED = {
 RERECORD_SCALES = (2, 4, 8)
 # "default": perfgraft gperf PROFILE (one sample per tick for the
 # generated profiles); "weighted": --max-samples 0 (one per distinct stack).
-# perf's period sums are pprof's counts either way.
+# perf's period sums are pprof's counts either way.  ("pprof":
+# --pprof-frames, compared with pprof's default frame removal in (h) only.)
 MODES = ("default", "weighted")
+# perl pprof's RemoveUninterestingFrames also deletes frames of these names
+# by default (profiler signal handlers of old gperftools); perfgraft does
+# not symbolize, so --pprof-frames does not.  They show up here only when
+# perl's nm fallback gives a tick inside libprofiler to the nearest
+# preceding symbol (NM_FALLBACK below): such a recording is not compared
+# in (h), with a note.
+PPROF_SKIP_NAMES = ("ProfileData::Add", "ProfileData::prof_handler",
+                    "CpuProfiler::prof_handler", "__FRAME_END__",
+                    "__pthread_sighandler", "__restore")
 # No conversion here may write more than this (a guard: the converter of
 # issue 12 wrote for ever on pie-huge).
 FSIZE_LIMIT = 64 << 20
@@ -591,7 +607,7 @@ class GperfRealProfiles(unittest.TestCase):
 
     def conversion(self, name, mode="default"):
         """(output, stderr, CPU seconds) of the profile in that mode."""
-        extra = ("--max-samples", "0") if mode == "weighted" else ()
+        extra = {"weighted": ("--max-samples", "0"), "pprof": ("--pprof-frames",)}.get(mode, ())
         return self.cached(("data", name, mode), lambda: self.convert(name, *extra, tag="-" + mode))
 
     def data(self, name, mode="default"):
@@ -678,7 +694,9 @@ class GperfRealProfiles(unittest.TestCase):
             return next(iter(cands)) if len(cands) == 1 else None
 
         # pprof: name -> {file: count}
-        addr_rows = self.pprof_addr(name, no_auto=(kind == "cum"))
+        # the pprof table compared: --no-auto-signal-frm for cum, except
+        # against --pprof-frames (pprof's default removal)
+        addr_rows = self.pprof_addr(name, no_auto=(kind == "cum" and mode != "pprof"))
         pp_parts = collections.defaultdict(collections.Counter)
         pp_files = collections.defaultdict(set)
         for r in addr_rows:
@@ -754,7 +772,8 @@ class GperfRealProfiles(unittest.TestCase):
             "%s (%s): %s counts" % (name, mode, kind), a2, b2,
             "%srules used: %s\n--- pprof%s:\n%s"
             % ("".join(p + "\n" for p in notes + problems), nm.why,
-               " --no-auto-signal-frm" if kind == "cum" else "", pp.stdout)))
+               " --no-auto-signal-frm" if kind == "cum" and mode != "pprof" else "",
+               pp.stdout)))
 
     # -- the generator and the references (need no converter) ----------------
     def test_00_generated_profiles(self):
@@ -916,6 +935,50 @@ class GperfRealProfiles(unittest.TestCase):
                 for inl, container in INLINED.items():
                     if inl in pp.rows:
                         self.assertLessEqual(pp.rows[inl][1], b.get(container, 0))
+
+    # -- (h) --pprof-frames: pprof's default counts ------------------------------
+    def test_h_pprof_frames_equal_pprof_default(self):
+        self.need_converter()
+        removed_somewhere = False
+        for name in SCENARIOS:
+            with self.subTest(scenario=name):
+                sc = self.scen[name]
+                pp = self.cached(("pprof-cum", name), lambda: pprof_ref.pprof_text(
+                    sc["binary"], sc["profile"], extra=("--cum",)))
+                skipped = sorted(set(PPROF_SKIP_NAMES) & set(self.pprof(name, no_auto=True).rows))
+                if skipped:
+                    print("\n%s: (h) not compared: pprof named frames %s, which its name "
+                          "list removes (perfgraft does not symbolize)" % (name, skipped),
+                          file=sys.stderr)
+                    continue
+                passes = len(re.findall(r"^Removing \S+ from all stack traces\.$",
+                                        pp.stderr, re.M))
+                removed_somewhere |= passes > 0
+                err = self.conversion(name, "pprof")[1]
+                self.assertIn(", %d second frames removed from every stack" % passes, err)
+                _t, pf = self.perf(name, "pprof")
+                nm = self.namemap(name)
+                for kind, col in (("flat", 0), ("cum", 1)):
+                    a = fold({k: v[col] for k, v in pp.rows.items()},
+                             lambda n: nm.pprof_key(n, kind))
+                    b = fold({k: v[col] for k, v in pf.items()}, nm.perf_key)
+                    self.compare(name, kind, nm, a, b, pp, "pprof")
+        # the inline program has one call path: pprof removes main and the
+        # libc frames below outer from every stack
+        self.assertTrue(removed_somewhere, "pprof removed no frame in any scenario: "
+                        "the comparison tested nothing")
+
+    def test_h_divergence_kept_without_pprof_frames(self):
+        """By default perfgraft keeps the frames pprof removes: in the
+        inline scenario perf's cum of main is every tick, pprof's 0."""
+        self.need_converter()
+        name = "inline"
+        pp = self.pprof(name)
+        self.assertRegex(pp.stderr, r"(?m)^Removing \S+ from all stack traces\.$")
+        total, pf = self.perf(name)
+        self.assertNotIn("main", pp.rows, pp.stdout)
+        self.assertGreaterEqual(pf.get("main", (0, 0))[1], total - 2)
+        self.assertNotIn("second frames removed", self.conversion(name)[1])
 
     # -- (d) annotate ---------------------------------------------------------------
     def own_symbols(self, name):

@@ -132,6 +132,12 @@ struct pg_gperf_opts {
 	 * its period (a warning says so); 0: PG_GPERF_DEFAULT_MAX_SAMPLES */
 	uint64_t max_samples;
 	bool weighted;			/* always one SAMPLE per distinct stack */
+	/* drop the frames perl pprof (google-pprof --text) drops by default:
+	 * while every stack has the same second frame (taken for the
+	 * signal handler), it is removed from all of them, with a following
+	 * frame equal to the first; false keeps every frame, as
+	 * google-pprof --no-auto-signal-frm counts */
+	bool pprof_frames;
 };
 
 /* ~2.8 h of CPU time at gperftools' default 100 Hz: a few hundred MB of
@@ -158,6 +164,10 @@ struct pg_gperf_convert_stats {
 	uint32_t pid;
 	char comm[16];
 	uint64_t out_bytes;
+	/* pprof_frames: the second frames removed from every stack (one per
+	 * pass of the rule, as pprof prints "Removing ADDR from all stack
+	 * traces."), and ticks x frames removed in all */
+	uint64_t pprof_passes, pprof_removed;
 };
 
 #define PG_GPERF_DEFAULT_PERIOD_US 10000	/* gperftools' default 100 Hz */

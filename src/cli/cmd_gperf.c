@@ -12,7 +12,7 @@ static void do_help(FILE *f)
 {
 	fprintf(f, "usage: perfgraft gperf PROFILE [-o perf.data] [--pid N] [--comm NAME]\n"
 		   "                      [--root DIR] [--map OLD=NEW]... [--max-samples N]\n"
-		   "                      [--pipe] [-q] [-v]\n\n"
+		   "                      [--pprof-frames] [--pipe] [-q] [-v]\n\n"
 		   "Converts a gperftools CPU profile (CPUPROFILE=, libprofiler) into a\n"
 		   "perf.data: the profile's executable mappings and one cpu-clock sample per\n"
 		   "tick (above --max-samples, per distinct stack with the ticks in its\n"
@@ -29,6 +29,12 @@ static void do_help(FILE *f)
 		   "                        %llu); a profile counting more is written as one\n"
 		   "                        sample per distinct stack whose period is its ticks\n"
 		   "                        x the sampling period (0: always so)\n"
+		   "  --pprof-frames        leave out the frames google-pprof leaves out by\n"
+		   "                        default (while all stacks share their second frame,\n"
+		   "                        taken for the signal handler, it is removed), so that\n"
+		   "                        perf report --children gives google-pprof --text's\n"
+		   "                        cum (default: every frame kept, the cum of\n"
+		   "                        google-pprof --no-auto-signal-frm)\n"
 		   "  --pipe                write pipe-mode perf.data into the file\n"
 		   "  -q, --quiet           no summary\n"
 		   "  -v                    print every warning (default: the first 20)\n"
@@ -37,7 +43,8 @@ static void do_help(FILE *f)
 
 int cmd_gperf(int argc, char **argv)
 {
-	enum { OPT_PID = 256, OPT_COMM, OPT_ROOT, OPT_MAP, OPT_PIPE, OPT_MAX_SAMPLES };
+	enum { OPT_PID = 256, OPT_COMM, OPT_ROOT, OPT_MAP, OPT_PIPE, OPT_MAX_SAMPLES,
+	       OPT_PPROF_FRAMES };
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "pid", required_argument, NULL, OPT_PID },
@@ -46,6 +53,7 @@ int cmd_gperf(int argc, char **argv)
 		{ "map", required_argument, NULL, OPT_MAP },
 		{ "pipe", no_argument, NULL, OPT_PIPE },
 		{ "max-samples", required_argument, NULL, OPT_MAX_SAMPLES },
+		{ "pprof-frames", no_argument, NULL, OPT_PPROF_FRAMES },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -108,6 +116,7 @@ int cmd_gperf(int argc, char **argv)
 			go.weighted = v == 0;
 			break;
 		}
+		case OPT_PPROF_FRAMES: go.pprof_frames = true; break;
 		case OPT_PIPE: go.pipe = true; break;
 		case 'q': quiet = true; break;
 		case 'v': w.verbose++; break;
@@ -137,14 +146,21 @@ int cmd_gperf(int argc, char **argv)
 		return EXIT_BADINPUT;
 	}
 	if (!quiet) {
-		fprintf(stderr, "perfgraft: gperf: %s: %llu records, %llu samples in %llu distinct stacks, period %llu us, %llu executable mappings (%llu build-ids) -> %llu samples of %s (pid %u)%s, %llu frames dropped (0 or above user space), %llu samples without a frame; %s written (%.1f MB) in %.2f s\n",
+		char pprof_note[160] = "";
+
+		if (go.pprof_frames)
+			snprintf(pprof_note, sizeof(pprof_note),
+				 ", %llu second frames removed from every stack as pprof removes them (%llu frames in all)",
+				 (unsigned long long)st.pprof_passes,
+				 (unsigned long long)st.pprof_removed);
+		fprintf(stderr, "perfgraft: gperf: %s: %llu records, %llu samples in %llu distinct stacks, period %llu us, %llu executable mappings (%llu build-ids) -> %llu samples of %s (pid %u)%s, %llu frames dropped (0 or above user space), %llu samples without a frame%s; %s written (%.1f MB) in %.2f s\n",
 			go.profile, (unsigned long long)ps.records,
 			(unsigned long long)ps.samples, (unsigned long long)st.stacks,
 			(unsigned long long)(st.period_ns / 1000), (unsigned long long)st.mmaps,
 			(unsigned long long)st.build_ids, (unsigned long long)st.samples, st.comm,
 			st.pid, st.weighted ? ", one per distinct stack weighted by its ticks" : "",
 			(unsigned long long)st.dropped_frames,
-			(unsigned long long)st.dropped_samples, go.output, st.out_bytes / 1e6,
+			(unsigned long long)st.dropped_samples, pprof_note, go.output, st.out_bytes / 1e6,
 			now_seconds() - t0);
 	}
 	cli_warnings_free(&w);

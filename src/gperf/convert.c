@@ -17,7 +17,8 @@
  * percentages) are the same either way.  A sample's time is T0 + the
  * ticks written so far (its own included) x the period.  Frames pprof
  * drops are dropped: address 0 (the end of an unwind) and addresses above
- * user space ([vsyscall]). */
+ * user space ([vsyscall]).  With pprof_frames, the frames perl pprof removes
+ * by default (see pprof_rule()) are left out as well. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -45,6 +46,8 @@ struct conv {
 	pg_pdw *w;
 	struct pg_pdw_rounds rounds;	/* w, a FINISHED_ROUND every ROUND_EVENTS records */
 	struct pg_rec rec;	/* one record (PG_REC_MAX + 1 bytes) */
+	uint32_t *skip;		/* pprof_frames: per stack, frames left out after
+				 * the first; NULL: none */
 };
 
 /* The path perf should open: the first --map rule whose prefix matches at
@@ -181,6 +184,58 @@ static bool drop_pc(uint64_t pc)
 	return pc == 0 || pc > USER_MAX;
 }
 
+/* perl pprof's RemoveUninterestingFrames for CPU profiles (what
+ * google-pprof does unless --no-auto-signal-frm): while every stack has
+ * at least two frames and all share the same second one, that frame is
+ * taken for the profiler's signal handler and removed from every stack;
+ * then, in a stack still at least 3 frames long, a new second frame equal
+ * to the first (an unwinder that reported the interrupted PC twice) goes
+ * too.  pprof compares caller PCs minus 1, so equal raw values are equal
+ * there, except a 0 caller (it wraps and never equals the first PC).  It
+ * runs on every stack as read (zero and above-user-space frames included,
+ * pprof drops those later), before anything else is dropped.  The removal
+ * always takes the frame after the first, so a stack stays its first PC
+ * followed by a tail of its PCs: skip[i] counts the frames left out.  Each
+ * pass removes a frame from every stack, so the work is bounded by the PCs
+ * read.  pprof then also drops frames by name (ProfileData::Add,
+ * CpuProfiler::prof_handler, __restore, ...); perfgraft does not symbolize
+ * and gperftools since 2.x records no handler frame, so that part is not
+ * done. */
+static int pprof_rule(struct conv *cv)
+{
+	size_t n = pg_gperf_stack_count(cv->g);
+
+	if (!n)
+		return 0;
+	if (!(cv->skip = calloc(n, sizeof(*cv->skip))))
+		return pg_err(cv->diag, -ENOMEM, "out of memory");
+	for (;;) {
+		const struct pg_gperf_stack *s0 = pg_gperf_stack(cv->g, 0);
+		uint64_t second;
+
+		if (s0->depth - cv->skip[0] < 2)
+			return 0;
+		second = s0->pcs[1 + cv->skip[0]];
+		for (size_t i = 1; i < n; i++) {
+			const struct pg_gperf_stack *s = pg_gperf_stack(cv->g, i);
+
+			if (s->depth - cv->skip[i] < 2 || s->pcs[1 + cv->skip[i]] != second)
+				return 0;
+		}
+		cv->st->pprof_passes++;
+		for (size_t i = 0; i < n; i++) {
+			const struct pg_gperf_stack *s = pg_gperf_stack(cv->g, i);
+			uint32_t k = ++cv->skip[i];
+
+			cv->st->pprof_removed += s->count;
+			if (s->depth - k >= 3 && s->pcs[1 + k] == s->pcs[0] && s->pcs[0]) {
+				cv->skip[i]++;
+				cv->st->pprof_removed += s->count;
+			}
+		}
+	}
+}
+
 static int write_samples(struct conv *cv)
 {
 	struct pg_rec *r = &cv->rec;
@@ -203,6 +258,9 @@ static int write_samples(struct conv *cv)
 		nr_at = pg_synth_chain_start(r);
 		pg_rec_u64(r, PG_PERF_CONTEXT_USER);
 		for (uint32_t k = 0; k < s->depth; k++) {
+			/* frames 1 .. skip[i] removed by pprof_rule() */
+			if (k == 1 && cv->skip && (k += cv->skip[i]) >= s->depth)
+				break;
 			uint64_t pc = s->pcs[k];
 
 			if (drop_pc(pc)) {
@@ -289,6 +347,8 @@ static int convert(const struct pg_gperf_opts *o, struct pg_diag *diag,
 		snprintf(st->comm, sizeof(st->comm), "gperf");
 	if ((ret = plan_samples(&cv, h->period_us ? h->period_us : PG_GPERF_DEFAULT_PERIOD_US)) < 0)
 		goto out;
+	if (o->pprof_frames && (ret = pprof_rule(&cv)) < 0)
+		goto out;
 	if (profile->samples && !pg_gperf_mapping_count(cv.g))
 		pg_warn(diag, "%s: no mapped objects: perf will show every address as unknown",
 			o->profile);
@@ -309,6 +369,7 @@ static int convert(const struct pg_gperf_opts *o, struct pg_diag *diag,
 	st->out_bytes = pg_pdw_bytes(cv.w);
 	ret = pg_pdw_close(cv.w);
 out:
+	free(cv.skip);
 	free(cv.rec.p);
 	pg_gperf_close(cv.g);
 	return ret;
