@@ -19,7 +19,7 @@ frame unless asked (--pprof-frames).  Here, per address:
     pprof removed something.
 
 Inputs: the legacy CPU profiles google/pprof commits as test data
-(../shared/ext/pprof, or $PERFGRAFT_SHARED_EXT/pprof: cppbench.cpu, whose mapped files are not here, and
+(../shared/ext/pprof, or $PERFGRAFT_EXT/pprof: cppbench.cpu, whose mapped files are not here, and
 the Go runtime's gobench.cpu and go.crc32.cpu, which have no mapped
 objects; skipped when that directory is absent; java.cpu is a version 1
 profile perfgraft refuses), and synthetic profiles made for the rule's
@@ -52,8 +52,8 @@ import gperf_gen  # noqa: E402
 import pprof_ref  # noqa: E402
 
 PERFGRAFT = os.environ.get("PERFGRAFT", os.path.join(ROOT, "build", "perfgraft"))
-# $PERFGRAFT_SHARED_EXT: the ext directory when the checkout is not beside it
-EXT = os.path.join(os.environ.get("PERFGRAFT_SHARED_EXT") or
+# $PERFGRAFT_EXT: the ext directory when the checkout is not beside it
+EXT = os.path.join(os.environ.get("PERFGRAFT_EXT") or
                    os.path.join(ROOT, "..", "shared", "ext"), "pprof")
 EXT_PROFILES = ["profile/cppbench.cpu", "driver/cppbench.cpu", "profile/gobench.cpu",
                 "profile/go.crc32.cpu"]
