@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer harness for the XRay instrumentation-map reader: an ELF file
  * (libelf parses the container; this exercises our reading of
- * xray_instr_map, the sled address arithmetic, RELA addends, .symtab
- * lookups, demangling and the libdw line lookups), then every function it
- * reports is read back in full. */
+ * xray_instr_map, the sled address arithmetic, REL/RELA relocations of
+ * every XRay target, .symtab lookups, demangling and the libdw line
+ * lookups) or an llvm-xray YAML map, then every function it reports is
+ * read back in full. */
 #include <stdint.h>
 
 #include <perfgraft/xray.h>
@@ -24,7 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		sink += f->addr + f->size + touch_str(f->name) + f->line + f->column +
 			touch_str(f->file) + touch_str(f->linkage_name);
 	}
-	sink += pg_xray_map_binary(m)->text_size;
+	if (pg_xray_map_binary(m))	/* NULL for a YAML map */
+		sink += pg_xray_map_binary(m)->text_size;
 	pg_xray_map_close(m);
 	return 0;
 }
