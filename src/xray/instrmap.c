@@ -681,7 +681,8 @@ static int read_yaml(pg_xray_map *m, const char *buf, size_t len, struct pg_diag
 	if (ret < 0)
 		return ret;
 	m->yaml = true;
-	qsort(v, n, sizeof(*v), cmp_yaml_id);
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_yaml_id);
 	for (size_t i = 0; i < n && ret == 0; i++) {
 		struct pg_xray_func *f = m->nfuncs ? &m->funcs[m->nfuncs - 1] : NULL;
 
