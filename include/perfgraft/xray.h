@@ -175,22 +175,29 @@ typedef struct pg_xray_map pg_xray_map;
 /* Reads the instrumentation map of binary, names its functions from
  * .symtab (.dynsym when stripped) and finds their source lines with libdw,
  * all now.  The binary stays open (and mapped by libelf) until close.
+ * binary may be an ELF executable, shared object or relocatable object of
+ * any XRay target in either byte order (REL and RELA relocations of the
+ * map resolved), or a YAML map as `llvm-xray extract` writes it (IDs,
+ * addresses and function-name as given there; no source lines; no
+ * binary: pg_xray_map_binary() is NULL).
  * Odd sled entries are warnings; diag is not used after the call.
  * Returns 0 with *out set, or a negative errno (*out NULL): the errno of
- * open (-ENOENT, -EACCES), -EINVAL for a file that is not ELF or whose
- * map is damaged, -ENOENT when it has no xray_instr_map section (not
- * built with -fxray-instrument), -E2BIG for more functions than IDs,
- * -ENOMEM. */
+ * open (-ENOENT, -EACCES), -EINVAL for a file that is neither ELF nor a
+ * YAML map, a truncated ELF, a map whose size is not a multiple of the
+ * sled entry, a damaged map or YAML (the message gives the offset or the
+ * line), -ENOENT when it has no xray_instr_map section (not built with
+ * -fxray-instrument), -E2BIG for more functions than IDs, -ENOMEM. */
 int pg_xray_map_open(const char *binary, struct pg_diag *diag, pg_xray_map **out);
 /* The same over a caller-owned ELF image that must outlive the map; name
  * is copied, used in messages and as the binary's path. */
 int pg_xray_map_open_mem(const void *buf, size_t len, const char *name,
 			 struct pg_diag *diag, pg_xray_map **out);
 size_t pg_xray_map_count(const pg_xray_map *m);	/* highest ID */
-/* Function id (1 .. count), owned by the map (valid until close). */
+/* Function id (1 .. count), owned by the map (valid until close); a YAML
+ * map's IDs may have gaps, which are NULL. */
 const struct pg_xray_func *pg_xray_map_func(const pg_xray_map *m, uint32_t id); /* NULL if unknown */
 /* Where the binary's code is; owned by the map, path absolute (the name
- * given, for _mem). */
+ * given, for _mem); NULL for a YAML map. */
 const struct pg_xray_binary *pg_xray_map_binary(const pg_xray_map *m);
 /* Frees the map and closes the binary.  NULL is a no-op. */
 void pg_xray_map_close(pg_xray_map *m);

@@ -19,7 +19,10 @@ static void do_help(FILE *f)
 		   "self and children are exclusive and inclusive time) and the exact events\n"
 		   "as xray:* tracepoints (perf script prints their fields).\n\n"
 		   "  -b, --binary BIN      the instrumented binary: function names, source\n"
-		   "                        lines and addresses (without it: IDs only)\n"
+		   "                        lines and addresses (without it: IDs only); also a\n"
+		   "                        relocatable object, or a YAML map from llvm-xray\n"
+		   "                        extract\n"
+		   "  -m, --instr-map MAP   the same as -b (llvm-xray's spelling)\n"
 		   "  -o, --output FILE     perf.data to write, - for a pipe (default: perf.data)\n"
 		   "  -F, --frequency HZ    samples per second of trace time (default: %d)\n"
 		   "  -z, --compression-level N\n"
@@ -63,6 +66,9 @@ static int list_functions(const char *bin, struct cli_warnings *w)
 		static const char kinds[] = "EXTACY";	/* enter exit tail args custom typed */
 		char sk[7] = "------";
 
+		if (!f)		/* a gap in a YAML map's IDs */
+			continue;
+
 		for (int k = 0; k < 6; k++)
 			if (f->sled_kinds & (1u << k))
 				sk[k] = kinds[k];
@@ -90,6 +96,7 @@ int cmd_xray(int argc, char **argv)
 	       OPT_THIN_AFTER };
 	static const struct option opts[] = {
 		{ "binary", required_argument, NULL, 'b' },
+		{ "instr-map", required_argument, NULL, 'm' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "frequency", required_argument, NULL, 'F' },
 		{ "compression-level", required_argument, NULL, 'z' },
@@ -114,9 +121,10 @@ int cmd_xray(int argc, char **argv)
 	char *end;
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "b:o:F:z:qvh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "b:m:o:F:z:qvh", opts, NULL)) != -1) {
 		switch (c) {
-		case 'b': xo.binary = optarg; break;
+		case 'b':
+		case 'm': xo.binary = optarg; break;
 		case 'o': xo.output = optarg; break;
 		case 'F':
 			xo.frequency = strtoull(optarg, &end, 10);

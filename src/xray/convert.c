@@ -732,12 +732,15 @@ static int convert(const struct pg_xray_opts *o, struct pg_diag *diag,
 
 		if ((ret = pg_xray_map_open(o->binary, diag, &cv.map)) < 0)
 			goto out;
+		/* NULL for llvm-xray's YAML maps: names, no binary to map */
 		cv.bin = pg_xray_map_binary(cv.map);
-		cv.base = cv.bin->pie ? PIE_BASE : 0;
-		if (stat(cv.bin->path, &cv.bin_st) < 0)
-			memset(&cv.bin_st, 0, sizeof(cv.bin_st));
-		slash = strrchr(cv.bin->path, '/');
-		snprintf(cv.comm, sizeof(cv.comm), "%s", slash ? slash + 1 : cv.bin->path);
+		if (cv.bin) {
+			cv.base = cv.bin->pie ? PIE_BASE : 0;
+			if (stat(cv.bin->path, &cv.bin_st) < 0)
+				memset(&cv.bin_st, 0, sizeof(cv.bin_st));
+			slash = strrchr(cv.bin->path, '/');
+			snprintf(cv.comm, sizeof(cv.comm), "%s", slash ? slash + 1 : cv.bin->path);
+		}
 	}
 	if ((ret = pg_pdw_open(o->output, &wo, diag, &cv.w)) < 0)
 		goto out;

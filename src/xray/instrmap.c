@@ -22,6 +22,7 @@
 
 #include <perfgraft/xray.h>
 #include "util/util.h"
+#include "xray/mapyaml.h"
 
 /* libstdc++'s demangler (C linkage); perf and llvm-xray show C++ names
  * demangled with their parameter lists, and so do we. */
@@ -33,8 +34,11 @@ struct sym {
 };
 
 struct pg_xray_map {
-	struct pg_xray_func *funcs;	/* by id - 1 */
+	struct pg_xray_func *funcs;	/* by id; funcs[i].id == i + 1 when dense */
 	size_t nfuncs, cap;
+	uint32_t max_id;
+	bool dense;			/* IDs 1..nfuncs, as a binary's always are */
+	bool yaml;			/* from llvm-xray's YAML: no binary */
 	struct pg_xray_binary bin;
 	int fd;
 	Elf *elf;
@@ -134,6 +138,19 @@ static int read_binary_info(pg_xray_map *m, struct pg_diag *diag)
 	if (!gelf_getehdr(m->elf, &eh))
 		return pg_err(diag, -EINVAL, "%s: offset 0: not an ELF file (%s)", m->name,
 			      elf_errmsg(-1));
+	/* A file cut short (a copy that stopped, a test binary kept in part)
+	 * loses its section headers first: they are at its end.  libelf then
+	 * finds no sections, which is not "no xray_instr_map". */
+	size_t flen = 0;
+
+	if (elf_rawfile(m->elf, &flen) && eh.e_shoff) {
+		uint64_t need = (uint64_t)(eh.e_shnum ? eh.e_shnum : 1) * eh.e_shentsize;
+
+		if (eh.e_shoff > flen || need > flen - eh.e_shoff)
+			return pg_err(diag, -EINVAL, "%s: offset %llu: truncated: the section headers (%llu bytes) would lie past the end of the file (%zu bytes)",
+				      m->name, (unsigned long long)eh.e_shoff,
+				      (unsigned long long)need, flen);
+	}
 	m->bin.pie = eh.e_type == ET_DYN;
 	m->bin.e_machine = eh.e_machine;
 	if (elf_getphdrnum(m->elf, &nph) == 0) {
@@ -167,8 +184,57 @@ static uint64_t rdw(const uint8_t *p, unsigned size, bool swap)
 	return swap ? bswap_32(v) : v;
 }
 
+/* How a relocation at a map word gives the word's value, by machine and
+ * type.  These are the types XRay's maps carry on the targets the runtime
+ * supports (LLVM's llvm-xray resolves the same, through its relocation
+ * resolver, plus the target's RELATIVE type):
+ *   x86-64   R_X86_64_64, R_X86_64_PC64, R_X86_64_RELATIVE
+ *   AArch64  R_AARCH64_ABS64, R_AARCH64_PREL64, R_AARCH64_RELATIVE
+ *   ARM      R_ARM_ABS32, R_ARM_REL32, R_ARM_RELATIVE
+ *   PPC64    R_PPC64_ADDR64, R_PPC64_REL64, R_PPC64_RELATIVE
+ *   MIPS     R_MIPS_32, R_MIPS_64, R_MIPS_PC32, and R_MIPS_REL32 without a
+ *            symbol (MIPS's relative relocation; MIPS64's REL32/64 pair)
+ *   SystemZ  R_390_64, R_390_PC64, R_390_RELATIVE
+ * ABS is S + A, PC is S + A - P, RELATIVE is A (the link-time base is 0),
+ * where A is the RELA addend or, for SHT_REL, the word in the section. */
+enum rkind { RK_NONE, RK_ABS, RK_PC, RK_RELATIVE };
+
+#ifndef R_MIPS_PC32
+#define R_MIPS_PC32 248
+#endif
+
+static enum rkind reloc_kind(unsigned machine, uint32_t type, uint32_t sym)
+{
+	switch (machine) {
+	case EM_X86_64:
+		return type == R_X86_64_64 ? RK_ABS : type == R_X86_64_PC64 ? RK_PC :
+		       type == R_X86_64_RELATIVE ? RK_RELATIVE : RK_NONE;
+	case EM_AARCH64:
+		return type == R_AARCH64_ABS64 ? RK_ABS : type == R_AARCH64_PREL64 ? RK_PC :
+		       type == R_AARCH64_RELATIVE ? RK_RELATIVE : RK_NONE;
+	case EM_ARM:
+		return type == R_ARM_ABS32 ? RK_ABS : type == R_ARM_REL32 ? RK_PC :
+		       type == R_ARM_RELATIVE ? RK_RELATIVE : RK_NONE;
+	case EM_PPC64:
+		return type == R_PPC64_ADDR64 ? RK_ABS : type == R_PPC64_REL64 ? RK_PC :
+		       type == R_PPC64_RELATIVE ? RK_RELATIVE : RK_NONE;
+	case EM_MIPS:
+		if (type == R_MIPS_REL32)	/* dynamic: base + A, symbol 0 */
+			return sym == 0 ? RK_RELATIVE : RK_NONE;
+		return type == R_MIPS_32 || type == R_MIPS_64 ? RK_ABS :
+		       type == R_MIPS_PC32 ? RK_PC : RK_NONE;
+	case EM_S390:
+		return type == R_390_64 ? RK_ABS : type == R_390_PC64 ? RK_PC :
+		       type == R_390_RELATIVE ? RK_RELATIVE : RK_NONE;
+	}
+	return RK_NONE;
+}
+
 struct reloc {
-	uint64_t at, val;
+	uint64_t at;		/* the word's address (section offset in a .o) */
+	uint64_t s, a;		/* symbol value, addend (RELA) */
+	enum rkind kind;
+	bool rela;
 };
 
 static int reloc_cmp(const void *a, const void *b)
@@ -178,33 +244,116 @@ static int reloc_cmp(const void *a, const void *b)
 	return x->at < y->at ? -1 : x->at > y->at;
 }
 
-/* RELA relocations that land in [lo, hi): version 0/1 entries of
- * position-independent binaries get their addresses from the addends. */
-static int load_relocs(pg_xray_map *m, uint64_t lo, uint64_t hi, struct reloc **out,
-		       size_t *nout, struct pg_diag *diag)
+/* The relocations that land in the map [sh_addr, sh_addr + sh_size):
+ * in a relocatable object only those of the section whose sh_info is the
+ * map (r_offset counts from the map's start; other sections' offsets
+ * count from theirs), in a linked binary the dynamic ones (sh_info 0)
+ * and any the linker kept for the map (--emit-relocs).  Entries are read
+ * from the raw bytes in the file's byte order: libelf does not undo
+ * MIPS64's r_info layout (r_sym, r_ssym, r_type3, r_type2, r_type). */
+static int load_relocs(pg_xray_map *m, size_t mapndx, const GElf_Shdr *map, bool swap,
+		       struct reloc **out, size_t *nout, struct pg_diag *diag)
 {
+	GElf_Ehdr eh;
 	Elf_Scn *scn = NULL;
 	struct reloc *v = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0, cap = 0, symcnt = 0;
+	bool is64, mips64;
+	bool warned = false;
 
+	gelf_getehdr(m->elf, &eh);
+	is64 = eh.e_ident[EI_CLASS] == ELFCLASS64;
+	mips64 = is64 && eh.e_machine == EM_MIPS;
 	while ((scn = elf_nextscn(m->elf, scn))) {
 		GElf_Shdr sh;
-		Elf_Data *d;
+		Elf_Data *d, *symd = NULL;
+		unsigned esz;
+		bool rela;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize ||
-		    !(d = elf_getdata(scn, NULL)))
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_RELA && sh.sh_type != SHT_REL))
 			continue;
-		for (size_t i = 0; i < d->d_size / sh.sh_entsize; i++) {
-			GElf_Rela r;
+		if (eh.e_type == ET_REL ? sh.sh_info != mapndx : sh.sh_info != 0 && sh.sh_info != mapndx)
+			continue;
+		rela = sh.sh_type == SHT_RELA;
+		esz = (is64 ? 8 : 4) * (rela ? 3 : 2);
+		d = elf_rawdata(scn, NULL);
+		if (!d || d->d_size < sh.sh_size || sh.sh_size % esz) {
+			free(v);
+			return pg_err(diag, -EINVAL, "%s: offset %llu: relocation section %zu (%llu bytes) %s",
+				      m->name, (unsigned long long)sh.sh_offset, elf_ndxscn(scn),
+				      (unsigned long long)sh.sh_size,
+				      sh.sh_size % esz ? "is not a whole number of entries"
+						       : "runs past the end of the file");
+		}
+		if (sh.sh_link) {
+			Elf_Scn *ss = elf_getscn(m->elf, sh.sh_link);
+			GElf_Shdr ssh;
 
-			if (!gelf_getrela(d, (int)i, &r) || r.r_offset < lo || r.r_offset >= hi)
+			if (ss && gelf_getshdr(ss, &ssh) && ssh.sh_entsize &&
+			    (ssh.sh_type == SHT_SYMTAB || ssh.sh_type == SHT_DYNSYM) &&
+			    (symd = elf_getdata(ss, NULL)))
+				symcnt = symd->d_size / ssh.sh_entsize;
+		}
+		for (size_t off = 0; off + esz <= sh.sh_size; off += esz) {
+			const uint8_t *e = (const uint8_t *)d->d_buf + off;
+			uint64_t r_off = rdw(e, is64 ? 8 : 4, swap), addend = 0;
+			uint32_t type, sym;
+			enum rkind k;
+
+			if (is64) {
+				uint64_t info = rdw(e + 8, 8, swap);
+
+				if (mips64) {
+					sym = (uint32_t)rdw(e + 8, 4, swap);
+					type = e[15];
+					/* REL32 may pair with R_MIPS_64 (a 64-bit word);
+					 * other compositions are not a map word's */
+					if (e[13] || (e[14] && !(type == R_MIPS_REL32 && e[14] == R_MIPS_64)))
+						type = R_MIPS_NONE;
+				} else {
+					sym = (uint32_t)(info >> 32);
+					type = (uint32_t)info;
+				}
+				if (rela)
+					addend = rdw(e + 16, 8, swap);
+			} else {
+				uint32_t info = (uint32_t)rdw(e + 4, 4, swap);
+
+				sym = info >> 8;
+				type = info & 0xff;
+				if (rela)
+					addend = (uint64_t)(int64_t)(int32_t)rdw(e + 8, 4, swap);
+			}
+			if (eh.e_type == ET_REL)
+				r_off += map->sh_addr;
+			if (r_off < map->sh_addr || r_off - map->sh_addr >= map->sh_size)
 				continue;
+			k = reloc_kind(eh.e_machine, type, sym);
+			if (k == RK_NONE) {
+				if (!warned && type != 0)
+					pg_warn(diag, "%s: offset %llu: relocation type %u (machine %u) of the XRay map is not one perfgraft resolves",
+						m->name, (unsigned long long)(sh.sh_offset + off), type,
+						eh.e_machine);
+				warned = true;
+				continue;
+			}
 			if (!pg_grow((void **)&v, &cap, n + 1, sizeof(*v))) {
 				free(v);
 				return pg_err(diag, -ENOMEM, "%s: out of memory", m->name);
 			}
-			v[n].at = r.r_offset;
-			v[n].val = (uint64_t)r.r_addend;
+			v[n] = (struct reloc){ .at = r_off, .a = addend, .kind = k, .rela = rela };
+			if (sym && k != RK_RELATIVE) {
+				GElf_Sym s;
+
+				if (sym >= symcnt || !gelf_getsym(symd, (int)sym, &s)) {
+					free(v);
+					return pg_err(diag, -EINVAL, "%s: offset %llu: relocation names symbol %u; its symbol table has %zu",
+						      m->name, (unsigned long long)(sh.sh_offset + off), sym,
+						      symcnt);
+				}
+				/* in a .o, the value within its section, as llvm-xray takes it */
+				v[n].s = s.st_shndx == SHN_UNDEF ? 0 : s.st_value;
+			}
 			n++;
 		}
 	}
@@ -215,14 +364,22 @@ static int load_relocs(pg_xray_map *m, uint64_t lo, uint64_t hi, struct reloc **
 	return 0;
 }
 
-static bool find_reloc(const struct reloc *v, size_t n, uint64_t at, uint64_t *val)
+/* The value of the map word at address at whose bytes hold w: relocated
+ * when a relocation lands there (a word that holds its final value has
+ * either none or one that gives that value again), else w itself. */
+static uint64_t relocate(const struct reloc *v, size_t n, uint64_t at, uint64_t w, unsigned word,
+			 bool *found)
 {
-	struct reloc key = { at, 0 };
+	struct reloc key = { .at = at };
 	const struct reloc *r = n ? bsearch(&key, v, n, sizeof(*v), reloc_cmp) : NULL;
+	uint64_t a, val;
 
-	if (r)
-		*val = r->val;
-	return r != NULL;
+	*found = r != NULL;
+	if (!r)
+		return w;
+	a = r->rela ? r->a : w;
+	val = r->kind == RK_ABS ? r->s + a : r->kind == RK_PC ? r->s + a - at : a;
+	return word == 4 ? val & 0xffffffffu : val;
 }
 
 static int read_map(pg_xray_map *m, struct pg_diag *diag)
@@ -233,7 +390,7 @@ static int read_map(pg_xray_map *m, struct pg_diag *diag)
 	unsigned word, entsize;
 	bool swap;
 	uint64_t prev_func = 0;
-	bool relocs_needed_warned = false, relocs_loaded = false;
+	bool relocs_needed_warned = false;
 	struct reloc *relocs = NULL;
 	size_t nrelocs = 0;
 	int ret = 0;
@@ -268,13 +425,21 @@ static int read_map(pg_xray_map *m, struct pg_diag *diag)
 	if (!d || d->d_size < sh.sh_size)
 		return pg_err(diag, -EINVAL, "%s: offset %llu: xray_instr_map (%llu bytes) runs past the end of the file",
 			      m->name, (unsigned long long)sh.sh_offset, (unsigned long long)sh.sh_size);
+	/* llvm-xray refuses such a map too: entries of another size (another
+	 * sled layout, a damaged section) would give functions of garbage */
 	if (sh.sh_size % entsize)
-		pg_warn(diag, "%s: offset %llu: xray_instr_map size %llu is not a multiple of %u; the tail is ignored",
-			m->name, (unsigned long long)sh.sh_offset, (unsigned long long)sh.sh_size, entsize);
+		return pg_err(diag, -EINVAL, "%s: offset %llu: section xray_instr_map: size %llu is not a multiple of the %u-byte sled entry",
+			      m->name, (unsigned long long)sh.sh_offset, (unsigned long long)sh.sh_size,
+			      entsize);
+	ret = load_relocs(m, elf_ndxscn(scn), &sh, swap, &relocs, &nrelocs, diag);
+	if (ret < 0)
+		return ret;
 	for (uint64_t i = 0; i + entsize <= sh.sh_size; i += entsize) {
 		const uint8_t *e = (const uint8_t *)d->d_buf + i;
 		uint64_t at = sh.sh_addr + i;
-		uint64_t func = rdw(e + word, word, swap);
+		uint64_t raw = rdw(e + word, word, swap);
+		bool relocated;
+		uint64_t func = relocate(relocs, nrelocs, at + word, raw, word, &relocated);
 		uint8_t kind = e[2 * word], always = e[2 * word + 1], ver = e[2 * word + 2];
 		struct pg_xray_func *f;
 
@@ -284,19 +449,10 @@ static int read_map(pg_xray_map *m, struct pg_diag *diag)
 			func = at + word + (uint64_t)rel;
 			if (word == 4)
 				func &= 0xffffffffu;
-		} else if (func == 0) {
-			if (!relocs_loaded) {
-				ret = load_relocs(m, sh.sh_addr, sh.sh_addr + sh.sh_size, &relocs,
-						  &nrelocs, diag);
-				if (ret < 0)
-					return ret;
-				relocs_loaded = true;
-			}
-			if (!find_reloc(relocs, nrelocs, at + word, &func) && !relocs_needed_warned) {
-				pg_warn(diag, "%s: offset %llu: absolute sled entry with no address or relocation",
-					m->name, (unsigned long long)(sh.sh_offset + i));
-				relocs_needed_warned = true;
-			}
+		} else if (raw == 0 && !relocated && !relocs_needed_warned) {
+			pg_warn(diag, "%s: offset %llu: absolute sled entry with no address or relocation",
+				m->name, (unsigned long long)(sh.sh_offset + i));
+			relocs_needed_warned = true;
 		}
 		if (kind > 5)
 			pg_warn(diag, "%s: offset %llu: unknown sled kind %u", m->name,
@@ -505,15 +661,101 @@ static int name_funcs(pg_xray_map *m, struct pg_diag *diag)
 	return 0;
 }
 
-/* Reads the map of an opened ELF; closes m on failure. */
+static int cmp_yaml_id(const void *a, const void *b)
+{
+	const struct pg_yaml_sled *x = a, *y = b;
+
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->line < y->line ? -1 : x->line > y->line;
+}
+
+/* An `llvm-xray extract` map: IDs, addresses and names as written there
+ * (llvm-xray takes its IDs as given too); no binary behind it. */
+static int read_yaml(pg_xray_map *m, const char *buf, size_t len, struct pg_diag *diag)
+{
+	struct pg_yaml_sled *v;
+	size_t n;
+	int ret = pg_yaml_map_parse(buf, len, m->name, diag, &v, &n);
+
+	if (ret < 0)
+		return ret;
+	m->yaml = true;
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_yaml_id);
+	for (size_t i = 0; i < n && ret == 0; i++) {
+		struct pg_xray_func *f = m->nfuncs ? &m->funcs[m->nfuncs - 1] : NULL;
+
+		if (!f || f->id != v[i].id) {
+			if (!pg_grow((void **)&m->funcs, &m->cap, m->nfuncs + 1, sizeof(*m->funcs))) {
+				ret = pg_err(diag, -ENOMEM, "%s: out of memory", m->name);
+				break;
+			}
+			f = &m->funcs[m->nfuncs++];
+			memset(f, 0, sizeof(*f));
+			f->id = v[i].id;
+			f->addr = v[i].function;
+			f->line = v[i].line;	/* the first entry's, until named */
+		} else if (f->addr != v[i].function) {
+			ret = pg_err(diag, -EINVAL, "%s: line %u: id %u is function 0x%llx here and 0x%llx at line %u",
+				     m->name, v[i].line, f->id, (unsigned long long)v[i].function,
+				     (unsigned long long)f->addr, f->line);
+			break;
+		}
+		f->sled_kinds |= (uint8_t)(1u << v[i].kind);
+		f->always_instrument |= v[i].always_instrument;
+		if (!f->linkage_name && v[i].function_name &&
+		    !(f->linkage_name = strdup(v[i].function_name)))
+			ret = pg_err(diag, -ENOMEM, "%s: out of memory", m->name);
+	}
+	pg_yaml_sleds_free(v, n);
+	for (size_t i = 0; i < m->nfuncs && ret == 0; i++) {
+		struct pg_xray_func *f = &m->funcs[i];
+		char *name = NULL;
+
+		f->line = 0;
+		if (f->linkage_name) {
+			name = demangle(f->linkage_name);
+			if (name && !strcmp(name, f->linkage_name) &&
+			    strncmp(f->linkage_name, "_Z", 2)) {	/* not a symbol's name */
+				free((char *)f->linkage_name);
+				f->linkage_name = NULL;
+			}
+		} else if (asprintf(&name, "@(%llx)", (unsigned long long)f->addr) < 0) {
+			name = NULL;
+		}
+		if (!(f->name = name))
+			ret = pg_err(diag, -ENOMEM, "%s: out of memory", m->name);
+	}
+	if (ret < 0)
+		return ret;
+	m->dense = true;
+	for (size_t i = 0; i < m->nfuncs; i++)
+		m->dense &= m->funcs[i].id == i + 1;
+	m->max_id = m->nfuncs ? m->funcs[m->nfuncs - 1].id : 0;
+	return 0;
+}
+
+/* Reads the map of an opened ELF, or the YAML one it turns out to be;
+ * closes m on failure. */
 static int map_common(pg_xray_map *m, struct pg_diag *diag, pg_xray_map **out)
 {
 	int ret;
 
-	if (elf_kind(m->elf) != ELF_K_ELF)
-		ret = pg_err(diag, -EINVAL, "%s: offset 0: not an ELF file", m->name);
-	else if ((ret = read_binary_info(m, diag)) >= 0 && (ret = read_map(m, diag)) >= 0)
+	if (elf_kind(m->elf) != ELF_K_ELF) {
+		size_t len = 0;
+		const char *raw = elf_rawfile(m->elf, &len);
+
+		if (raw && pg_yaml_map_probe(raw, len))
+			ret = read_yaml(m, raw, len, diag);
+		else
+			ret = pg_err(diag, -EINVAL, "%s: offset 0: not an ELF file nor an llvm-xray YAML instrumentation map",
+				     m->name);
+	} else if ((ret = read_binary_info(m, diag)) >= 0 && (ret = read_map(m, diag)) >= 0) {
 		ret = name_funcs(m, diag);
+		m->dense = true;
+		m->max_id = (uint32_t)m->nfuncs;
+	}
 	if (ret < 0) {
 		pg_xray_map_close(m);
 		return ret;
@@ -579,17 +821,31 @@ int pg_xray_map_open(const char *binary, struct pg_diag *diag, pg_xray_map **out
 
 size_t pg_xray_map_count(const pg_xray_map *m)
 {
-	return m->nfuncs;
+	return m->max_id;
 }
 
 const struct pg_xray_func *pg_xray_map_func(const pg_xray_map *m, uint32_t id)
 {
-	return id >= 1 && id <= m->nfuncs ? &m->funcs[id - 1] : NULL;
+	size_t lo = 0, hi = m->nfuncs;
+
+	if (m->dense)
+		return id >= 1 && id <= m->nfuncs ? &m->funcs[id - 1] : NULL;
+	while (lo < hi) {	/* a YAML map's IDs may have gaps */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->funcs[mid].id == id)
+			return &m->funcs[mid];
+		if (m->funcs[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
 }
 
 const struct pg_xray_binary *pg_xray_map_binary(const pg_xray_map *m)
 {
-	return &m->bin;
+	return m->yaml ? NULL : &m->bin;
 }
 
 void pg_xray_map_close(pg_xray_map *m)
