@@ -47,7 +47,11 @@ chain length: inject passes samples through).
     loaded after ~2 s with `jcmd PID JVMTI.agent_load`; after inject the
     hottest method (compiled before the attach) resolves after the attach,
     and >= 95% of the JIT-code samples after the attach resolve; the share
-    before the attach is printed.
+    before the attach is printed.  Before the attach (README, Java): no
+    sample is in a perfgraft image, and with the JVM's own map written just
+    before the attach (`jcmd PID Compiler.perfmap`) in place, >= 95% of them
+    are named in the injected recording, >= 95% of those like the JVM's map
+    at exit, while >= 95% after the attach stay in perfgraft's images.
 
 Skipped (with the reason) without java/javac/jcmd, perf record, or the
 agent: $PERFGRAFT_JVMTI, else BUILDDIR/src/jvmti/libperfgraft-jvmti.so
@@ -577,6 +581,12 @@ class Attach(JavaRun):
             cls.pid = int(m.group(1))
             remove_map_later(cls.pid)
             time.sleep(cls.ATTACH_AFTER)
+            # the JVM's own map of the code it holds now (the README's way
+            # to name the samples before the attach), kept apart from the
+            # map it writes at exit (the oracle)
+            cls.attach_map = os.path.join(tmp, "attach-perf-%d.map" % cls.pid)
+            run([JCMD, str(cls.pid), "Compiler.perfmap"], cwd=tmp, timeout=60)
+            shutil.move("/tmp/perf-%d.map" % cls.pid, cls.attach_map)
             cls.t0 = time.clock_gettime(time.CLOCK_MONOTONIC)
             opts = ",".join(o for o in ("dir=" + tmp, EXTRA_OPTS) if o)
             # jcmd parses a bare KEY=VALUE as its own option: the agent would
@@ -606,7 +616,49 @@ class Attach(JavaRun):
         with cls.jmap:
             cls.oracle = script(tmp, "perf.data", cls.pid)
         cls.rows = classify(cls.oracle, cls.inj, cls.jmap, cls.imgdir)
+        # the injected recording read with the attach-time map in place
+        shutil.copyfile(cls.attach_map, cls.jmap.system)
+        try:
+            cls.inj_map = script(tmp, "inj.data", cls.pid)
+        finally:
+            remove_map(cls.pid)
 
+    def test_before_attach(self):
+        """What the README says of the samples before the attach: no
+        perfgraft image names them (the dump cannot say what held the code
+        cache then), and the JVM's own map written at the attach (jcmd
+        Compiler.perfmap) names them in the injected recording, as the
+        JVM's map at exit names them in the original one, while the code
+        after the attach stays perfgraft's."""
+        before = [k for k, r in enumerate(self.rows)
+                  if r[0] == "jit" and float(r[3].time) < self.t0]
+        after = [k for k, r in enumerate(self.rows)
+                 if r[0] == "jit" and float(r[3].time) > self.t1]
+        jit = sum(1 for r in self.rows if r[0] == "jit")
+        in_image = [k for k in before if is_image(self.rows[k][4].frames[0][2], self.imgdir)]
+        log("attach: %d of %d JIT samples (%.2f%%) ran before the attach; %d of them in a "
+            "perfgraft image" % (len(before), jit, 100.0 * len(before) / max(1, jit),
+                                 len(in_image)))
+        self.assertGreater(len(before), 50, "too few JIT samples before the attach")
+        self.assertEqual(in_image, [], "samples before the attach named by an image")
+        if len(self.inj_map) != len(self.inj):
+            self.fail("%d samples, %d with the attach map" % (len(self.inj), len(self.inj_map)))
+        named = agree = 0
+        for k in before:
+            _, sym, dso = self.inj_map[k].frames[0]
+            name = java_name(sym) if dso == self.jmap.system else None
+            named += name is not None
+            agree += name is not None and name == self.rows[k][1]
+        log("attach: with jcmd Compiler.perfmap's map at the attach, %d of the %d samples "
+            "before it are named (%.2f%%), %d like the JVM's map at exit (%.2f%%)" % (
+                named, len(before), 100.0 * named / len(before), agree,
+                100.0 * agree / max(1, named)))
+        self.assertGreaterEqual(named, 0.95 * len(before))
+        self.assertGreaterEqual(agree, 0.95 * named)
+        kept = sum(1 for k in after if is_image(self.inj_map[k].frames[0][2], self.imgdir)
+                   and java_name(self.inj_map[k].frames[0][1]))
+        self.assertGreaterEqual(kept, RESOLVED_MIN / 100 * len(after),
+                                "the map took samples after the attach from the images")
 
     def test_attach_resolves_code_compiled_before(self):
         def part(rows):
