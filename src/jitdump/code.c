@@ -72,12 +72,6 @@ static void jd_close(pg_code_source *src)
 	free(s);
 }
 
-static int hexval(char c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
-	       c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
 /* A file name perf can split: perf reads addr2line's "FILE:LINE" up to
  * the first ':', so a name with one shows as "file:0" (Deno names its
  * scripts file:///path/app.js, node its own modules node:internal/...).
@@ -114,8 +108,8 @@ static const char *perf_name(pg_code_source *src, const char *name)
 	if (!out)
 		return NULL;
 	for (o = out; *p; p++) {
-		int hi = url && p[0] == '%' ? hexval(p[1]) : -1;
-		int lo = hi >= 0 ? hexval(p[2]) : -1, c = hi * 16 + lo;
+		int hi = url && p[0] == '%' ? pg_hexval(p[1]) : -1;
+		int lo = hi >= 0 ? pg_hexval(p[2]) : -1, c = hi * 16 + lo;
 
 		/* a ':' stays %3A, as anywhere else in a name */
 		if (lo >= 0 && !is_control(c) && c != ':') {

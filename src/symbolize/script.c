@@ -6,22 +6,12 @@
 #include <string.h>
 
 #include <perfgraft/symbolize.h>
+#include "util/util.h"
 #include "symbolize/script.h"
 
 static bool blank(char c)
 {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 /* Hex digits at s[*i]: false when there are none or the value overflows. */
@@ -31,7 +21,7 @@ static bool parse_hex(const char *s, size_t len, size_t *i, uint64_t *v)
 	uint64_t x = 0;
 	int d;
 
-	while (*i < len && (d = hexval(s[*i])) >= 0) {
+	while (*i < len && (d = pg_hexval(s[*i])) >= 0) {
 		if (x >> 60)
 			return false;
 		x = x << 4 | (uint64_t)d;
@@ -224,7 +214,7 @@ static bool parse_frame(const char *s, size_t len, struct pg_script_line *out)
 		goto no;
 	u = end - ul;
 	a = u - 1;
-	while (a && hexval(s[a - 1]) >= 0)
+	while (a && pg_hexval(s[a - 1]) >= 0)
 		a--;
 	if (a == u - 1 || (a && !blank(s[a - 1])) || u - 1 - a > 16)
 		goto no;

@@ -6,6 +6,12 @@
 
 #include "util/util.h"
 
+int pg_hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+	       c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
 size_t pg_utf8_seq(const unsigned char *p)
 {
 	unsigned c = p[0];

@@ -207,6 +207,8 @@ void pg_inputs_blame(struct pg_diag *d, int err);
  * quadratic in its size. */
 #include <stdio.h>
 #define PG_MAX_PRINTED 4096
+/* The value of hex digit c (either case), or -1. */
+int pg_hexval(char c);
 /* Length of the valid UTF-8 sequence at p, 0 if invalid. */
 size_t pg_utf8_seq(const unsigned char *p);
 /* "...(N bytes)": where a string s is cut at at. */

@@ -38,17 +38,6 @@ struct parser {
 	size_t slen, scap;
 };
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static int perr(struct parser *p, const char *fmt, ...) PG_PRINTF(2, 3);
 static int perr(struct parser *p, const char *fmt, ...)
 {
@@ -156,7 +145,7 @@ static int scalar(struct parser *p, const char *s, size_t *i, size_t e, const ch
 					unsigned long cp = 0;
 
 					for (int d = 0; d < nd; d++, k++) {
-						int h = k < e ? hexval(s[k]) : -1;
+						int h = k < e ? pg_hexval(s[k]) : -1;
 
 						if (h < 0)
 							return perr(p, "bad \\%c escape", c);
@@ -207,7 +196,7 @@ static int number(struct parser *p, const char *key, uint64_t max, uint64_t *out
 	if (!*s)
 		return perr(p, "%s: '%s' is not a number", key, p->scalar);
 	for (; *s; s++) {
-		int d = base == 16 ? hexval(*s) : (*s >= '0' && *s <= '9' ? *s - '0' : -1);
+		int d = base == 16 ? pg_hexval(*s) : (*s >= '0' && *s <= '9' ? *s - '0' : -1);
 
 		if (d < 0)
 			return perr(p, "%s: '%s' is not a number", key, p->scalar);
