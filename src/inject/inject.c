@@ -109,7 +109,10 @@ struct inj {
  * they precede the samples that need them.  Every read parses the dump
  * from its start (the code model's history, pg_code_since, stays
  * whole) and skips the nev events already injected; reads are made only
- * when a sample waits and the file grew, at most one per LIVE_POLL_NS. */
+ * when a sample waits and the file grew, at most one per LIVE_POLL_NS and
+ * LIVE_POLL_SHARE times the last read's time apart: reading again is
+ * then at most about 1/LIVE_POLL_SHARE of the run however large the dump
+ * grows (at the price of samples waiting longer, within live_hold). */
 struct live {
 	char *path;
 	char prefix[64];
@@ -118,6 +121,7 @@ struct live {
 	uint64_t readable;	/* perf time the dump has been read up to */
 	uint64_t size;		/* bytes at the last read */
 	uint64_t last_poll;	/* CLOCK_MONOTONIC ns */
+	uint64_t interval;	/* ns between reads */
 	unsigned chunks;	/* sets written */
 	bool ended;		/* samples no longer wait for it */
 	bool final_done;	/* read for the last time */
@@ -125,6 +129,7 @@ struct live {
 };
 
 #define LIVE_POLL_NS 20000000ull		/* 20 ms */
+#define LIVE_POLL_SHARE 8
 #define LIVE_WAIT_DEFAULT_MS 10000ull
 #define LIVE_HOLD_DEFAULT (64ull << 20)
 
@@ -614,7 +619,7 @@ static int poll_live(struct inj *j, struct live *lv, bool final)
 		return 0;
 	if (!final) {
 		t = now_ns(CLOCK_MONOTONIC);
-		if (lv->last_poll && t - lv->last_poll < LIVE_POLL_NS)
+		if (lv->last_poll && t - lv->last_poll < lv->interval)
 			return 0;
 		lv->last_poll = t;
 	}
@@ -635,7 +640,11 @@ static int poll_live(struct inj *j, struct live *lv, bool final)
 	if (final)
 		lv->ended = lv->final_done = true;
 	nev = lv->nev;
+	t = now_ns(CLOCK_MONOTONIC);
 	ret = load_dump(j, lv->path, lv->mmap_pid, false, lv, final);
+	t = now_ns(CLOCK_MONOTONIC) - t;
+	lv->interval = t * LIVE_POLL_SHARE > LIVE_POLL_NS ? t * LIVE_POLL_SHARE : LIVE_POLL_NS;
+	lv->last_poll = now_ns(CLOCK_MONOTONIC);
 	if (!ret && lv->stale && lv->nev > nev) {
 		lv->stale = false;
 		pg_warn(j->diag, "%s was not written for %.1f s, then grew: samples of pid %u in the code it added may not be named (--live-wait)",
