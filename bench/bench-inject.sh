@@ -18,6 +18,15 @@
 # per-task write_bytes) x 512: counted when the process dirties page cache,
 # not at writeback; checked on ext4 (a 100 MiB dd reads 204800, exact).
 # It reads 0 on tmpfs (TMPDIR there: no block device to account to).
+# CASES=pipe: the node workload recorded into a pipe, `perf record -o - |
+# tee rec.pipe | perfgraft inject -i - -o -`, so that the dump is read while
+# node writes it; then, on the same rec.pipe, perfgraft inject -o FILE and
+# perf inject --jit -i - -o -.  Per mode: inject wall and CPU seconds, files
+# and bytes written (everything new in its working directory, perf's
+# jitted-*.so beside the dump included; %O x 512), the live reads, the most
+# records held back and the samples written before their dump was read past
+# them; and whether perf report --sort dso,sym gives the same rows (JIT
+# images' names counted as one) from the three.
 # Then the MOVE-heavy case: synthesized dumps of 20,000 and 160,000
 # LOAD+MOVE pairs (move-heavy.py), both tools' times, and perfgraft's
 # 160k/20k time ratio (8 when linear in the pairs).
@@ -29,7 +38,7 @@
 # Environment: RUNS (default 1) timed runs of each inject, best wall time
 # wins; GEN_ARGS (default "20000 2 16") arguments for gen-big-node.js;
 # NODE (default node); PERF (default perf); CASES (default "node move"):
-# the cases to run (dwarf: the node workload recorded with --call-graph
+# the cases to run (pipe: live pipe mode, below; dwarf: the node workload recorded with --call-graph
 # dwarf, where inject carries live code into newer generations); MOVE_PAIRS (default "20000 160000") the MOVE-heavy
 # sizes; MOVE_PERF_TIMEOUT (default 600) seconds perf inject may take on
 # one MOVE-heavy dump before it is stopped and reported as timed out.
@@ -69,10 +78,10 @@ pg=$(cd "$(dirname "$pg")" && pwd)/$(basename "$pg")
 command -v "$perf" >/dev/null || die "no $perf (Debian: apt-get install linux-perf)"
 want() { [[ " $cases " == *" $1 "* ]]; }
 for c in $cases; do
-	[ "$c" = node ] || [ "$c" = dwarf ] || [ "$c" = move ] ||
-		die "CASES: unknown case '$c' (node, dwarf, move)"
+	[ "$c" = node ] || [ "$c" = dwarf ] || [ "$c" = move ] || [ "$c" = pipe ] ||
+		die "CASES: unknown case '$c' (node, dwarf, move, pipe)"
 done
-if want node || want dwarf; then command -v "$node" >/dev/null || die "no $node"; fi
+if want node || want dwarf || want pipe; then command -v "$node" >/dev/null || die "no $node"; fi
 command -v python3 >/dev/null || die "no python3"
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive integer"
 [[ "$move_timeout" =~ ^[1-9][0-9]*$ ]] || die "MOVE_PERF_TIMEOUT must be a positive integer"
@@ -266,6 +275,64 @@ print(sum(r["code_size"] for r in json.load(sys.stdin)["records"] if r["type"] =
 	rm -rf "$d"
 }
 
+# ---- live pipe mode ---------------------------------------------------------
+pipe_rows() {	# perf report --sort dso,sym of $1: "count dso sym", JIT images as [jit]
+	"$perf" --buildid-dir "$debug" report -i "$1" --stdio --no-children --sort dso,sym \
+		-F sample,dso,sym 2>/dev/null | grep -v '^#' | sed '/^$/d' |
+		awk '{ d = ($2 ~ /^jitted-/) ? "[jit]" : $2; $1 = $1; n = $1; $1 = ""; $2 = d; c[$0] += n }
+		     END { for (k in c) print c[k], k }' | LC_ALL=C sort
+}
+pipe_bench() {
+	local d=$tmp/pipe m t0 t1 before
+	mkdir -p "$d/rec" "$d/live" "$d/file" "$d/perf"
+	echo "bench-inject: live pipe: $perf record -k mono -g -e cpu-clock -N -o - -- $node gen-big-node.js $gen_args | tee rec.pipe | perfgraft inject -i - -o -"
+	list_paths "$d/live" >"$logs/pipe-live.before"
+	t0=$(now_ns)
+	# shellcheck disable=SC2086
+	(cd "$d/rec" && "$perf" --buildid-dir "$debug" record -k mono -g -e cpu-clock -N \
+		-o - -- "$node" --perf-prof --perf-prof-unwinding-info \
+		--interpreted-frames-native-stack "$here/gen-big-node.js" $gen_args \
+		2>"$logs/pipe-record.err" | tee "$d/rec/rec.pipe" |
+		(cd "$d/live" && /usr/bin/time -v -o "$logs/pipe-live.time" "$pg" inject -i - -o - \
+			>out.pipe 2>"$logs/pipe-live.err")) ||
+		{ tail -n 20 "$logs/pipe-live.err" "$logs/pipe-record.err" >&2; fail "perf record | perfgraft inject (pipe)"; }
+	t1=$(now_ns)
+	echo "live $(( (t1 - t0) / 1000000 )) $(cpu_s "$logs/pipe-live.time") $(new_stats "$d/live" "$logs/pipe-live.before" | cut -d' ' -f1,4) $(fs_out_bytes "$logs/pipe-live.time")" >"$logs/pipe.rows"
+	grep '^perfgraft: inject:' "$logs/pipe-live.err" | sed 's/^/bench-inject:   /' || true
+	list_paths "$d/file" >"$logs/pipe-file.before"
+	t0=$(now_ns)
+	(cd "$d/file" && /usr/bin/time -v -o "$logs/pipe-file.time" "$pg" inject -i "$d/rec/rec.pipe" \
+		-o out.data >/dev/null 2>"$logs/pipe-file.err") || fail "$pg inject -i rec.pipe"
+	t1=$(now_ns)
+	echo "file $(( (t1 - t0) / 1000000 )) $(cpu_s "$logs/pipe-file.time") $(new_stats "$d/file" "$logs/pipe-file.before" | cut -d' ' -f1,4) $(fs_out_bytes "$logs/pipe-file.time")" >>"$logs/pipe.rows"
+	before=$tmp/pipe-perf.before
+	{ list_paths "$d/perf"; list_paths "$d/rec" | sed 's|^\./|./REC/|'; } | LC_ALL=C sort >"$before"
+	t0=$(now_ns)
+	(cd "$d/perf" && /usr/bin/time -v -o "$logs/pipe-perf.time" "$perf" --buildid-dir "$debug" \
+		inject --jit -i - -o - <"$d/rec/rec.pipe" >out.pipe 2>"$logs/pipe-perf.err") ||
+		fail "perf inject --jit (pipe)"
+	t1=$(now_ns)
+	# perf writes its jitted-*.so beside the dump: counted with its output
+	ln -s "$d/rec" "$d/perf/REC"
+	echo "perf $(( (t1 - t0) / 1000000 )) $(cpu_s "$logs/pipe-perf.time") $(cd "$d/perf" && { find . -mindepth 1 -not -path './REC*'; find -L ./REC -mindepth 1; } | LC_ALL=C sort | LC_ALL=C comm -13 "$before" - | grep -v '^\./REC$' | (cd "$d/perf" && xargs -r -d '\n' stat -L -c '%F|%s' --) | awk -F'|' '$1 ~ /regular/ {f++; b += $2} END {print f + 0, b + 0}') $(fs_out_bytes "$logs/pipe-perf.time")" >>"$logs/pipe.rows"
+	rm "$d/perf/REC"
+	for m in live file perf; do
+		pipe_rows "$d/$m/out.$([ $m = file ] && echo data || echo pipe)" >"$logs/pipe-$m.rows"
+	done
+	awk '{ printf "%-5s %9.2f %7.2f %7.2f %7d %10.1f %10.1f\n", $1, $2 / 1000, $3, $4, $5, $6 / 1e6, $7 / 1e6 }' \
+		"$logs/pipe.rows" | { printf "\nLive pipe mode (one recording; live: perfgraft in the recording's pipe, for\nthe whole run; file: perfgraft -o FILE on rec.pipe after it; perf: perf inject\n--jit -i - -o - on rec.pipe):\n%-5s %9s %7s %7s %7s %10s %10s\n" mode "wall s" "user s" "sys s" files "files MB" "wrote MB"; cat; }
+	sed -n 's/^perfgraft: inject: live dumps read \([0-9]*\) times; at most \([0-9.]*\) MiB of records held back, \([0-9]*\) samples.*/live: dump read \1 times, at most \2 MiB of records held back, \3 samples written before their dump was read past them/p' "$logs/pipe-live.err"
+	for m in file perf; do
+		if cmp -s "$logs/pipe-live.rows" "$logs/pipe-$m.rows"; then
+			echo "pipe: perf report --sort dso,sym, live vs $m: the same $(wc -l <"$logs/pipe-live.rows") rows and counts"
+		else
+			echo "pipe: perf report --sort dso,sym, live vs $m: DIFFERENT ($(diff "$logs/pipe-live.rows" "$logs/pipe-$m.rows" | grep -c '^[<>]') rows); the largest differing rows (<: live, >: $m):"
+			diff "$logs/pipe-live.rows" "$logs/pipe-$m.rows" | grep '^[<>]' | sort -k2,2 -rn | head -n 6 | sed 's/^/  /'
+		fi
+	done
+	rm -rf "$d"
+}
+
 home_debug_check() {
 	if [ -d "$HOME/.debug" ] && [ -n "$(find "$HOME/.debug" -newer "$logs/start" -print -quit 2>/dev/null)" ]; then
 		echo "bench-inject: warning: something under $HOME/.debug changed during the run" >&2
@@ -273,6 +340,7 @@ home_debug_check() {
 }
 
 if ! want node; then
+	if want pipe; then pipe_bench; fi
 	if want dwarf; then dwarf_bench; fi
 	if want move; then move_bench; fi
 	home_debug_check
@@ -604,6 +672,7 @@ BEGIN {
 	printf "memory: inject time   %s (%.2fx packed vs <= %.2f)\n", pf(tr <= t_time), tr, t_time
 }'
 
+if want pipe; then pipe_bench; fi
 if want dwarf; then dwarf_bench; fi
 if want move; then move_bench; fi
 home_debug_check

@@ -53,6 +53,16 @@ struct pg_inject_opts {
 	} layout;
 	/* DWARF sections of the images uncompressed (pg_elfset_opts.plain_debug) */
 	bool plain_debug;
+	/* Pipe-mode input: a dump found through a marker is followed as its
+	 * JIT writes it.  A sample is held back until its process's dump
+	 * has been read past the sample's time, or the dump has ended (the
+	 * process exited, the input ended, or the file was not written for
+	 * live_wait_ms: 0 is the default, 10 s); the records held back (a
+	 * sample and every record after it, in order) use at most
+	 * live_hold bytes (0: the default, 64 MiB), past which the oldest
+	 * are written as they are, with a warning. */
+	uint64_t live_wait_ms;
+	uint64_t live_hold;
 };
 
 /* What pg_inject() did, written when it returns, failed or not: the
@@ -79,6 +89,11 @@ struct pg_inject_stats {
 	/* maps of LOADs that start before the LOAD's time, from where the
 	 * range last held other code (pg_code_since) */
 	uint64_t early;
+	/* pipe-mode input (live dumps): the most bytes of records held back
+	 * at once, samples written before their dump was read past them
+	 * (the bound or live_wait_ms reached: perhaps not named), and the
+	 * times a dump was read again as it grew */
+	uint64_t held_max_bytes, held_forced, live_reads;
 };
 
 /* Copies opts->input (a perf.data recorded with -k mono, file or pipe

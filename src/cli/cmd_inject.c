@@ -14,7 +14,8 @@ static void do_help(FILE *f)
 		   "                        [--jitdump-dir DIR] [--image-dir DIR] [--per-function]\n"
 		   "                        [--layout memory|packed|per-function]\n"
 		   "                        [--cfi-layout standard|perf-5.19]\n"
-		   "                        [--compress-debug-sections zlib|none] [-q] [-v]\n\n"
+		   "                        [--compress-debug-sections zlib|none]\n"
+		   "                        [--live-wait SECONDS] [--live-hold MIB] [-q] [-v]\n\n"
 		   "Writes a copy of the perf.data in which the JIT code of every jitdump the\n"
 		   "recorded processes mapped (jit-PID.dump) is mapped from ELF images, so that\n"
 		   "perf report, annotate and script resolve it.  Record with 'perf record -k mono'.\n\n"
@@ -23,7 +24,8 @@ static void do_help(FILE *f)
 		   "  --jitdump FILE        inject this dump (for its pid) even if no mmap of it was\n"
 		   "                        recorded; may be repeated\n"
 		   "  --jitdump-dir DIR     look here for dumps that are no longer where they were\n"
-		   "  --image-dir DIR       where the images go (default: OUTPUT.d)\n"
+		   "  --image-dir DIR       where the images go (default: OUTPUT.d; with -o -,\n"
+		   "                        a new perfgraft-jit-TIME-PID.d in the current directory)\n"
 		   "  --layout L            memory (default): one image per code region and\n"
 		   "                        generation, laid out like the process's memory; packed:\n"
 		   "                        shared images, one image per function with CFI; per-function:\n"
@@ -35,6 +37,10 @@ static void do_help(FILE *f)
 		   "  --compress-debug-sections C\n"
 		   "                        zlib (default): DWARF sections compressed where that\n"
 		   "                        makes them smaller (SHF_COMPRESSED, as gcc -gz); none\n"
+		   "  --live-wait SECONDS   pipe input: a dump not written for this long no longer\n"
+		   "                        holds its process's samples back (default: 10)\n"
+		   "  --live-hold MIB       pipe input: at most this many MiB of records are held\n"
+		   "                        back waiting for dumps to be written (default: 64)\n"
 		   "  -q, --quiet           no summary\n"
 		   "  -v                    print every warning (default: the first 20)\n"
 		   "  -h, --help            this text\n");
@@ -57,7 +63,7 @@ static void found(void *ctx, const char *path, uint32_t pid, const char *how)
 int cmd_inject(int argc, char **argv)
 {
 	enum { OPT_JITDUMP = 256, OPT_JITDUMP_DIR, OPT_IMAGE_DIR, OPT_PER_FUNCTION, OPT_CFI,
-	       OPT_LAYOUT, OPT_COMPRESS };
+	       OPT_LAYOUT, OPT_COMPRESS, OPT_LIVE_WAIT, OPT_LIVE_HOLD };
 	static const struct option opts[] = {
 		{ "input", required_argument, NULL, 'i' },
 		{ "output", required_argument, NULL, 'o' },
@@ -68,6 +74,8 @@ int cmd_inject(int argc, char **argv)
 		{ "layout", required_argument, NULL, OPT_LAYOUT },
 		{ "cfi-layout", required_argument, NULL, OPT_CFI },
 		{ "compress-debug-sections", required_argument, NULL, OPT_COMPRESS },
+		{ "live-wait", required_argument, NULL, OPT_LIVE_WAIT },
+		{ "live-hold", required_argument, NULL, OPT_LIVE_HOLD },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -121,6 +129,25 @@ int cmd_inject(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			break;
+		case OPT_LIVE_WAIT:
+		case OPT_LIVE_HOLD: {
+			char *end;
+			double v = strtod(optarg, &end);
+
+			/* a bound, in s or MiB: positive and at most a day / 1 TiB */
+			if (end == optarg || *end || !(v > 0) || v > (c == OPT_LIVE_WAIT ? 86400 : 1048576)) {
+				cli_error("--%s: '%s' is not a positive number%s", c == OPT_LIVE_WAIT ?
+					  "live-wait" : "live-hold", optarg, c == OPT_LIVE_WAIT ?
+					  " of seconds (at most 86400)" : " of MiB (at most 1048576)");
+				free(dumps);
+				return EXIT_USAGE;
+			}
+			if (c == OPT_LIVE_WAIT)
+				io.live_wait_ms = (uint64_t)(v * 1000) ? (uint64_t)(v * 1000) : 1;
+			else
+				io.live_hold = (uint64_t)(v * 1048576) ? (uint64_t)(v * 1048576) : 1;
+			break;
+		}
 		case 'q': quiet = true; break;
 		case 'v': w.verbose++; break;
 		case 'h': do_help(stdout); free(dumps); return 0;
@@ -173,6 +200,10 @@ int cmd_inject(int argc, char **argv)
 			(unsigned long long)st.markers_dropped,
 			(unsigned long long)st.anon_dropped, io.output, st.output_bytes / 1e6, dt,
 			st.dumps_failed ? "; some dumps were not injected (see the warnings)" : "");
+		if (st.live_reads)
+			fprintf(stderr, "perfgraft: inject: live dumps read %llu times; at most %.1f MiB of records held back, %llu samples written before their dump was read past them\n",
+				(unsigned long long)st.live_reads, st.held_max_bytes / 1048576.0,
+				(unsigned long long)st.held_forced);
 	}
 	free(st.image_dir);
 	return 0;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -91,6 +92,51 @@ struct inj {
 	size_t nlater, later_cap;
 	uint64_t *words;	/* one sample's, for note_sample */
 	size_t words_cap;
+	/* pipe-mode input: dumps followed as they grow (struct live), and
+	 * the records held back until those dumps are read past them */
+	bool live_in;
+	struct live *lives;
+	size_t nlives, lives_cap;
+	struct held *hq;	/* a ring: hq_n records from hq_head */
+	size_t hq_head, hq_n, hq_cap;
+	uint64_t held_bytes, live_hold, live_wait_ns;
+	bool hold_warned;
+};
+
+/* A dump read while its JIT still writes it (pipe-mode input).  Each
+ * read takes the records complete by then that earlier reads did not:
+ * their images are a set of their own (PREFIX, then PREFIX-partN), so
+ * they precede the samples that need them.  Every read parses the dump
+ * from its start (the code model's history, pg_code_since, stays
+ * whole) and skips the nev events already injected; reads are made only
+ * when a sample waits and the file grew, at most one per LIVE_POLL_NS and
+ * LIVE_POLL_SHARE times the last read's time apart: reading again is
+ * then at most about 1/LIVE_POLL_SHARE of the run however large the dump
+ * grows (at the price of samples waiting longer, within live_hold). */
+struct live {
+	char *path;
+	char prefix[64];
+	uint32_t pid, mmap_pid;
+	uint64_t nev;		/* code events injected so far */
+	uint64_t readable;	/* perf time the dump has been read up to */
+	uint64_t size;		/* bytes at the last read */
+	uint64_t last_poll;	/* CLOCK_MONOTONIC ns */
+	uint64_t interval;	/* ns between reads */
+	unsigned chunks;	/* sets written */
+	bool ended;		/* samples no longer wait for it */
+	bool final_done;	/* read for the last time */
+	bool stale;		/* ended by --live-wait */
+};
+
+#define LIVE_POLL_NS 20000000ull		/* 20 ms */
+#define LIVE_POLL_SHARE 8
+#define LIVE_WAIT_DEFAULT_MS 10000ull
+#define LIVE_HOLD_DEFAULT (64ull << 20)
+
+struct held {			/* a record held back, with its own copy */
+	struct pg_pd_rec r;
+	uint8_t *buf;
+	uint64_t bytes;		/* counted against live_hold */
 };
 
 struct setinfo {
@@ -385,7 +431,8 @@ static int finish_dump(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool a
  * dump that cannot be used (damaged, wrong clock) is a warning and the
  * rest goes on; an image that cannot be written (a full disk) fails the
  * run, since the output would silently lack that code. */
-static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by_hand)
+static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by_hand,
+		     struct live *lv, bool final)
 {
 	const struct pg_pd_time_conv *tc = pg_perfdata_time_conv(j->pd);
 	struct pg_diag *dd = &j->dd;	/* the set and the source keep it */
@@ -403,17 +450,24 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 	uint32_t base_img = (uint32_t)j->nimgs;
 	char prefix[64];
 	bool arch, fatal = false;
+	pg_warn_fn warn = dd->warn;
+	uint64_t nev = 0, last = 0;
 	int ret;
 
 	dd->err[0] = '\0';	/* whatever fails below says why there, or in j->diag */
 	if (!j->attrs_checked)
 		check_attrs(j);
 	eo.carry_live = j->user_stacks;
+	/* a live dump is parsed again on every read: what it says (a tail
+	 * cut mid-record above all, which is only the JIT still writing) is
+	 * said once, by the last read, which parses it all */
+	if (lv && !final)
+		dd->warn = NULL;
 	ret = pg_code_open(path, dd, &src);
 	if (ret)
 		goto fail;
 	h = pg_code_process(src);
-	if (want_pid && h->pid != want_pid)
+	if (want_pid && h->pid != want_pid && (!lv || final))
 		pg_warn(j->diag, "%s: the dump says pid %u, its mmap was made by pid %u; using the dump's",
 			path, h->pid, want_pid);
 	arch = h->arch_time;
@@ -434,10 +488,14 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 	}
 	pi->by_hand |= by_hand;
 	/* a second dump of the same pid (pid reuse) gets its own names */
-	if (pi->dumps++)
+	if (lv && lv->prefix[0])	/* a live dump's later reads: parts */
+		snprintf(prefix, sizeof(prefix), "%.40s-part%u", lv->prefix, lv->chunks);
+	else if (pi->dumps++)
 		snprintf(prefix, sizeof(prefix), "jitted-%u.%u", h->pid, pi->dumps);
 	else
 		snprintf(prefix, sizeof(prefix), "jitted-%u", h->pid);
+	if (lv && !lv->prefix[0])
+		snprintf(lv->prefix, sizeof(lv->prefix), "%s", prefix);
 	eo.prefix = prefix;
 	if (!pg_grow((void **)&j->sets, &j->sets_cap, j->nsets + 1, sizeof(*j->sets))) {
 		ret = pg_err(dd, -ENOMEM, "out of memory");
@@ -450,6 +508,9 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 	while ((ret = pg_code_next(src, &rec)) > 0) {
 		struct pg_elf_place pl;
 
+		last = rec.time;
+		if (lv && nev++ < lv->nev)	/* injected by an earlier read */
+			continue;
 		ret = pg_elfset_add_since(set, &rec, pg_code_since(src), &pl);
 		if (ret < 0)
 			goto fail;
@@ -459,9 +520,30 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 			j->st->moves++;
 		ret = 1;
 	}
+	dd->warn = warn;
 	if (ret < 0) {		/* a damaged record: the dump is not used */
 		fatal = false;
 		goto fail;
+	}
+	if (lv) {
+		uint64_t t = arch ? tsc_to_perf(tc, last) : last;
+
+		if (nev > lv->nev) {	/* after the header's time too */
+			if (t > lv->readable)
+				lv->readable = t;
+		}
+		if (nev == lv->nev) {	/* nothing new complete yet */
+			pg_elfset_discard(set);
+			goto out;
+		}
+		lv->nev = nev;
+		ret = finish_dump(j, set, pi, arch, dd);
+		set = NULL;
+		if (ret < 0)
+			goto fail;
+		if (lv->chunks++)	/* one dump, however many reads */
+			j->st->dumps--;
+		goto out;
 	}
 	if (j->defer && eo.carry_live && !arch && eo.memory_layout && !eo.per_function) {
 		/* carry only the code the samples' stacks reach (note_sample) */
@@ -484,6 +566,9 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 	goto out;
 
 fail:
+	dd->warn = warn;
+	if (lv)			/* what it gave so far stays; no more waiting */
+		lv->ended = lv->final_done = true;
 	pg_elfset_discard(set);
 	for (size_t i = base_img; i < j->nimgs; i++)
 		free(j->imgs[i].path);
@@ -507,6 +592,187 @@ out:
 	pg_elfset_free(set);
 	pg_code_close(src);
 	return ret;
+}
+
+/* ---- live dumps (pipe-mode input) ---- */
+
+static uint64_t now_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Reads what the JIT added to a live dump since the last read.  final:
+ * the process is gone or the input ended; the dump is read whole one
+ * last time (its warnings said once) and nothing waits for it again.
+ * Otherwise the dump is read only when it grew, at most once per
+ * LIVE_POLL_NS; one not written for live_wait_ns has ended too. */
+static int poll_live(struct inj *j, struct live *lv, bool final)
+{
+	struct stat sb;
+	uint64_t t, nev;
+	int ret;
+
+	if (lv->final_done)
+		return 0;
+	if (!final) {
+		t = now_ns(CLOCK_MONOTONIC);
+		if (lv->last_poll && t - lv->last_poll < lv->interval)
+			return 0;
+		lv->last_poll = t;
+	}
+	if (stat(lv->path, &sb) != 0) {	/* gone: what was read stays */
+		lv->ended = lv->final_done = true;
+		return 0;
+	}
+	if (!final && (uint64_t)sb.st_size == lv->size) {
+		struct timespec mt = sb.st_mtim;
+		uint64_t m = (uint64_t)mt.tv_sec * 1000000000ull + (uint64_t)mt.tv_nsec;
+
+		if (now_ns(CLOCK_REALTIME) - m >= j->live_wait_ns)
+			lv->ended = lv->stale = true;
+		return 0;
+	}
+	lv->size = (uint64_t)sb.st_size;
+	j->st->live_reads++;
+	if (final)
+		lv->ended = lv->final_done = true;
+	nev = lv->nev;
+	t = now_ns(CLOCK_MONOTONIC);
+	ret = load_dump(j, lv->path, lv->mmap_pid, false, lv, final);
+	t = now_ns(CLOCK_MONOTONIC) - t;
+	lv->interval = t * LIVE_POLL_SHARE > LIVE_POLL_NS ? t * LIVE_POLL_SHARE : LIVE_POLL_NS;
+	lv->last_poll = now_ns(CLOCK_MONOTONIC);
+	if (!ret && lv->stale && lv->nev > nev) {
+		lv->stale = false;
+		pg_warn(j->diag, "%s was not written for %.1f s, then grew: samples of pid %u in the code it added may not be named (--live-wait)",
+			lv->path, (double)j->live_wait_ns / 1e9, lv->pid);
+	}
+	return ret;
+}
+
+/* A dump found through a marker in a pipe: followed from now on. */
+static int follow_dump(struct inj *j, const char *path, uint32_t pid, uint32_t mmap_pid)
+{
+	struct live *lv;
+
+	if (!pg_grow((void **)&j->lives, &j->lives_cap, j->nlives + 1, sizeof(*j->lives)))
+		return pg_err(j->diag, -ENOMEM, "out of memory");
+	lv = &j->lives[j->nlives];
+	memset(lv, 0, sizeof(*lv));
+	lv->path = strdup(path);
+	if (!lv->path)
+		return pg_err(j->diag, -ENOMEM, "out of memory");
+	lv->pid = pid;
+	lv->mmap_pid = mmap_pid;
+	j->nlives++;
+	return poll_live(j, lv, false);
+}
+
+/* A process exited: its dumps are complete. */
+static int live_exit(struct inj *j, uint32_t pid)
+{
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < j->nlives; i++)
+		if (j->lives[i].pid == pid || j->lives[i].mmap_pid == pid)
+			ret = poll_live(j, &j->lives[i], true);
+	return ret;
+}
+
+/* Must this record wait for a live dump to be read past its time?
+ * Only samples wait (they are what the images name); what comes after
+ * a waiting one waits behind it, so the order stays. */
+static int waits(struct inj *j, const struct pg_pd_rec *r, bool *w)
+{
+	*w = false;
+	if (!j->nlives || r->type != PG_PERF_RECORD_SAMPLE || !r->has_time || !r->has_tid)
+		return 0;
+	for (size_t i = 0; i < j->nlives; i++) {
+		struct live *lv = &j->lives[i];
+		int ret;
+
+		if (lv->ended || (lv->pid != r->pid && lv->mmap_pid != r->pid) ||
+		    lv->readable >= r->time)
+			continue;
+		if ((ret = poll_live(j, lv, false)))
+			return ret;
+		if (!lv->ended && lv->readable < r->time)
+			*w = true;
+	}
+	return 0;
+}
+
+static int hold(struct inj *j, const struct pg_pd_rec *r)
+{
+	struct held *h;
+	size_t at;
+
+	if (j->hq_n == j->hq_cap) {	/* grow the ring, unwrapped */
+		size_t cap = j->hq_cap ? 2 * j->hq_cap : 256;
+		struct held *n = malloc(cap * sizeof(*n));
+
+		if (!n)
+			return pg_err(j->diag, -ENOMEM, "out of memory");
+		for (size_t i = 0; i < j->hq_n; i++)
+			n[i] = j->hq[(j->hq_head + i) % j->hq_cap];
+		free(j->hq);
+		j->hq = n;
+		j->hq_cap = cap;
+		j->hq_head = 0;
+	}
+	at = (j->hq_head + j->hq_n) % j->hq_cap;
+	h = &j->hq[at];
+	h->r = *r;
+	h->buf = malloc(r->size + r->extra_size + 1);
+	if (!h->buf)
+		return pg_err(j->diag, -ENOMEM, "out of memory");
+	memcpy(h->buf, r->data, r->size);
+	if (r->extra_size)
+		memcpy(h->buf + r->size, r->extra, r->extra_size);
+	h->r.data = h->buf;
+	h->r.extra = r->extra_size ? h->buf + r->size : NULL;
+	h->bytes = r->size + r->extra_size + sizeof(*h);
+	j->hq_n++;
+	j->held_bytes += h->bytes;
+	if (j->held_bytes > j->st->held_max_bytes)
+		j->st->held_max_bytes = j->held_bytes;
+	return 0;
+}
+
+static int output(struct inj *j, const struct pg_pd_rec *r);
+
+/* Writes the held records that need not wait any longer; all of them
+ * when all, and the oldest past the bound on what is held. */
+static int drain(struct inj *j, bool all)
+{
+	while (j->hq_n) {
+		struct held *h = &j->hq[j->hq_head];
+		bool w = false;
+		int ret;
+
+		if (!all && (ret = waits(j, &h->r, &w)))
+			return ret;
+		if (w && j->held_bytes <= j->live_hold)
+			break;
+		if (w) {
+			j->st->held_forced++;
+			if (!j->hold_warned)
+				pg_warn(j->diag, "%.1f MiB of records held back waiting for JIT dumps to be written (--live-hold): writing them as they are; their samples in code not yet in the dump are not named",
+					(double)j->held_bytes / 1048576.0);
+			j->hold_warned = true;
+		}
+		ret = output(j, &h->r);
+		j->held_bytes -= h->bytes;
+		free(h->buf);
+		j->hq_head = (j->hq_head + 1) % j->hq_cap;
+		j->hq_n--;
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
 /* ---- finding dumps ---- */
@@ -578,7 +844,9 @@ static int on_marker(struct inj *j, const struct pg_pd_mmap *mm, bool *is_marker
 	}
 	if (j->o->found)
 		j->o->found(j->o->found_ctx, f.path, f.pid, pg_jd_how_str(f.how));
-	return load_dump(j, f.path, mm->pid, false);
+	if (j->live_in)
+		return follow_dump(j, f.path, f.pid, mm->pid);
+	return load_dump(j, f.path, mm->pid, false, NULL, false);
 }
 
 /* The image directory this run made: removed (when empty) on a signal. */
@@ -607,7 +875,7 @@ static int load_explicit(struct inj *j)
 	j->explicit_done = true;
 	for (size_t i = 0; !ret && i < j->o->njitdumps; i++)
 		if (!seen_before(j, j->o->jitdumps[i]))
-			ret = load_dump(j, j->o->jitdumps[i], 0, true);
+			ret = load_dump(j, j->o->jitdumps[i], 0, true, NULL, false);
 	return ret;
 }
 
@@ -781,6 +1049,76 @@ static int prescan(struct inj *j)
 	return pg_perfdata_rewind(j->pd);
 }
 
+/* Writes one input record (held back or not): the injected records due
+ * before it first. */
+static int output(struct inj *j, const struct pg_pd_rec *r)
+{
+	int ret;
+
+	if (r->type == PG_PERF_RECORD_MMAP || r->type == PG_PERF_RECORD_MMAP2) {
+		struct pg_pd_mmap mm;
+
+		if (!pg_perfdata_mmap(j->pd, r, &mm) && anon_exec(&mm)) {
+			struct pidinfo *pi = NULL;
+
+			for (size_t k = 0; k < j->npids; k++)
+				if (j->pids[k].pid == mm.pid)
+					pi = &j->pids[k];
+			if (pi && r->has_time && r->time >= pi->first_load) {
+				j->st->anon_dropped++;
+				return 0;
+			}
+		}
+	}
+	if (r->has_time) {
+		ret = flush_until(j, r->time);
+		if (ret)
+			return ret;
+	}
+	if (r->has_time && (r->type == PG_PERF_RECORD_MMAP || r->type == PG_PERF_RECORD_MMAP2)) {
+		struct pg_pd_mmap mm;
+
+		/* anonymous memory is where JIT code lives, not other code */
+		if (!pg_perfdata_mmap(j->pd, r, &mm) && !anon(&mm) &&
+		    (ret = cancel_early(j, mm.pid, mm.start, mm.len, r->time)))
+			return ret;
+	}
+	ret = pg_pdw_write(j->w, r->data, r->size, r->extra, r->extra_size);
+	if (ret)
+		return ret;
+	j->st->records_out++;
+	return 0;
+}
+
+/* The image directory of a run writing a stream: a new
+ * ./perfgraft-jit-YYYYmmdd-HHMMSS-PID.d (".N" added when taken), made
+ * here.  NULL with errno on failure. */
+static char *run_dir(void)
+{
+	char stamp[32], *d = NULL;
+	time_t now = time(NULL);
+	struct tm tm;
+
+	if (!localtime_r(&now, &tm) || !strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm))
+		snprintf(stamp, sizeof(stamp), "%lld", (long long)now);
+	for (unsigned n = 0; n < 1000; n++) {
+		int r = n ? asprintf(&d, "perfgraft-jit-%s-%d.d.%u", stamp, (int)getpid(), n)
+			  : asprintf(&d, "perfgraft-jit-%s-%d.d", stamp, (int)getpid());
+
+		if (r < 0) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		if (mkdir(d, 0755) == 0)
+			return d;
+		free(d);
+		if (errno != EEXIST)
+			return NULL;
+	}
+	errno = EEXIST;
+	return NULL;
+}
+
 /* pg_inject() on the library's own copies of the options and the counts */
 static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 		  struct pg_inject_stats *st)
@@ -794,6 +1132,8 @@ static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 	long dir_reg = -1;
 	int ret;
 
+	j.live_wait_ns = (o->live_wait_ms ? o->live_wait_ms : LIVE_WAIT_DEFAULT_MS) * 1000000ull;
+	j.live_hold = o->live_hold ? o->live_hold : LIVE_HOLD_DEFAULT;
 	j.jdc = pg_jd_cache_new();
 	j.budget = pg_elfset_budget_new();
 	if (!j.jdc || !j.budget) {
@@ -808,17 +1148,23 @@ static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 		return ret;
 	}
 
-	/* images beside the output */
+	/* images beside the output; a stream's own in a directory of this
+	 * run (not one shared by every run into the working directory) */
 	if (o->image_dir)
 		j.image_dir = strdup(o->image_dir);
-	else if (asprintf(&j.image_dir, "%s.d",
-			  strcmp(o->output, "-") ? o->output : "perf.jit.data") < 0)
+	else if (!strcmp(o->output, "-"))
+		j.image_dir = run_dir();
+	else if (asprintf(&j.image_dir, "%s.d", o->output) < 0)
 		j.image_dir = NULL;
 	if (!j.image_dir) {
-		ret = pg_err(diag, -ENOMEM, "out of memory");
+		ret = pg_err(diag, errno == ENOMEM ? -ENOMEM : -errno, "%s",
+			     errno == ENOMEM ? "out of memory" : strerror(errno));
 		goto out;
 	}
-	if (mkdir(j.image_dir, 0755) == 0) {
+	if (!o->image_dir && !strcmp(o->output, "-")) {	/* run_dir made it */
+		made_dir = true;
+		dir_reg = register_dir(j.image_dir);
+	} else if (mkdir(j.image_dir, 0755) == 0) {
 		made_dir = true;
 		dir_reg = register_dir(j.image_dir);
 	} else if (errno != EEXIST) {
@@ -847,6 +1193,8 @@ static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 		     (stat(o->output, &ost) == 0 && !S_ISREG(ost.st_mode));
 
 	j.cfi_compat = o->cfi_layout == PG_CFI_LAYOUT_PERF_5_19;
+	/* a recording in a pipe may be read while its JITs still write */
+	j.live_in = pg_perfdata_pipe(j.pd);
 
 	wo.pipe = pg_perfdata_pipe(j.pd) || !strcmp(o->output, "-");
 	wo.big_endian = pg_perfdata_big_endian(j.pd);
@@ -880,6 +1228,8 @@ static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 	}
 
 	while ((ret = pg_perfdata_next(j.pd, &r)) > 0) {
+		bool w = false;
+
 		st->records_in++;
 		if (r.type == PG_PERF_RECORD_HEADER_FEATURE && r.size >= 16) {
 			uint64_t bit = pg_pd_u64(j.pd, r.data + 8);
@@ -906,40 +1256,36 @@ static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 					st->markers_dropped++;
 					continue;
 				}
-				if (anon_exec(&mm)) {
-					struct pidinfo *pi = NULL;
-
-					for (size_t k = 0; k < j.npids; k++)
-						if (j.pids[k].pid == mm.pid)
-							pi = &j.pids[k];
-					if (pi && r.has_time && r.time >= pi->first_load) {
-						st->anon_dropped++;
-						continue;
-					}
-				}
 			}
 		}
-		if (r.has_time) {
-			ret = flush_until(&j, r.time);
-			if (ret)
-				break;
-		}
-		if (r.has_time && (r.type == PG_PERF_RECORD_MMAP || r.type == PG_PERF_RECORD_MMAP2)) {
-			struct pg_pd_mmap mm;
-
-			/* anonymous memory is where JIT code lives, not other code */
-			if (!pg_perfdata_mmap(j.pd, &r, &mm) && !anon(&mm) &&
-			    (ret = cancel_early(&j, mm.pid, mm.start, mm.len, r.time)))
-				break;
-		}
-		ret = pg_pdw_write(j.w, r.data, r.size, r.extra, r.extra_size);
+		/* a process that exited wrote its dump whole */
+		if (r.type == PG_PERF_RECORD_EXIT && j.nlives && r.size >= 24 &&
+		    pg_pd_u32(j.pd, r.data + 8) == pg_pd_u32(j.pd, r.data + 16) &&
+		    (ret = live_exit(&j, pg_pd_u32(j.pd, r.data + 8))))
+			break;
+		if (!j.hq_n && (ret = waits(&j, &r, &w)))
+			break;
+		if (j.hq_n || w)
+			ret = hold(&j, &r);
+		else
+			ret = output(&j, &r);
+		if (!ret)
+			ret = drain(&j, false);
 		if (ret)
 			break;
-		st->records_out++;
 		if (o->progress && !pg_perfdata_pipe(j.pd) && !(st->records_in & 0xffff))
 			o->progress(o->progress_ctx, (double)r.offset /
 					(double)(pg_perfdata_data_size(j.pd) + 1));
 	}
+	/* the input ended: every dump is read for the last time, and what
+	 * waited for them goes out */
+	for (size_t i = 0; ret >= 0 && i < j.nlives; i++)
+		ret = poll_live(&j, &j.lives[i], true);
+	if (!ret)
+		ret = drain(&j, true);
+	if (!ret && st->held_forced)
+		pg_warn(diag, "%llu samples were written before their JIT dump was read past them (--live-hold, --live-wait): those in code the dump had not yet described are not named",
+			(unsigned long long)st->held_forced);
 	if (!ret)
 		ret = flush_until(&j, UINT64_MAX);
 	/* every dump is planned: one warning for those the run's bound packed */
@@ -993,6 +1339,12 @@ out:
 		pg_code_close(j.later[i].src);
 	}
 	free(j.later);
+	for (size_t i = 0; i < j.nlives; i++)
+		free(j.lives[i].path);
+	free(j.lives);
+	for (size_t i = 0; i < j.hq_n; i++)
+		free(j.hq[(j.hq_head + i) % j.hq_cap].buf);
+	free(j.hq);
 	free(j.words);
 	free(j.imgs);
 	free(j.heap);

@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Pipe mode with a live jitdump (issue 24, point 1), against real perf.
+
+node runs tests/fixtures/perf/late.js, whose hottest function (fib) is
+compiled after the first second, under
+  perf record -k mono -g -o - | tee rec.pipe | perfgraft inject -i - -o -
+so that perfgraft reads the dump while node still writes it.  Then, on the
+same run's rec.pipe:
+  - perf inject --jit (the reference) and perfgraft inject -o FILE (after
+    the run: the dump complete) are made;
+  - perf report --no-children --sort dso,sym of the live pipe output, of
+    the file output and of perf's give the same rows and counts (a JIT
+    image's name counted as "[jit]": the three name their images
+    differently), and fib is named and is the top row;
+  - the images of the pipe run are in a directory of its own
+    (perfgraft-jit-*.d), not in perf.jit.data.d;
+  - replaying rec.pipe with a small --live-hold writes what it held at
+    the bound and says so: held memory stays under the bound plus a record.
+Binary under test: $PERFGRAFT (default build/perfgraft).
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import perf_fixture as pf  # noqa: E402
+
+LATE_JS = os.path.join(HERE, "fixtures", "perf", "late.js")
+ROW = re.compile(r"^\s*(\d+)\s+(\S+)\s+\[(.)\]\s(.*?)\s*$")
+
+
+def setUpModule():
+    why = pf.environment_problem()
+    if why:
+        raise unittest.SkipTest("no usable perf/node here: " + why)
+
+
+def rows(text):
+    """perf report -F sample,dso,sym -> {(dso, sym): samples}, JIT images
+    (perf's jitted-PID-N.so, ours jitted-*.so) as "[jit]"."""
+    out = {}
+    for ln in text.splitlines():
+        if ln.startswith("#"):
+            continue
+        m = ROW.match(ln)
+        if not m:
+            continue
+        dso = "[jit]" if m.group(2).startswith("jitted-") else m.group(2)
+        key = (dso, m.group(4))
+        out[key] = out.get(key, 0) + int(m.group(1))
+    return out
+
+
+class LivePipe(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="perfgraft-inject-live.")
+        cls.dir = os.path.join(cls.tmp, "run")
+        cls.bid = os.path.join(cls.tmp, "debug")
+        os.makedirs(cls.dir)
+        os.makedirs(cls.bid)
+        shutil.copy(LATE_JS, os.path.join(cls.dir, "late.js"))
+        rec = pf.perf_cmd(cls.bid, "record", "-N", "-q", "-k", "mono", "-g",
+                          "-e", "cpu-clock", "-o", "-", "--", pf.NODE,
+                          "--perf-prof", "--perf-prof-unwinding-info",
+                          "late.js")
+        inj = [pf.PERFGRAFT, "inject", "-i", "-", "-o", "-"]
+        cls.line = "%s | tee rec.pipe | %s > live.pipe" % (pf.shell(rec),
+                                                           pf.shell(inj))
+        with open(os.path.join(cls.dir, "live.pipe"), "wb") as out, \
+                tempfile.TemporaryFile() as e1, tempfile.TemporaryFile() as e2:
+            p1 = subprocess.Popen(rec, cwd=cls.dir, stdout=subprocess.PIPE,
+                                  stderr=e1)
+            p2 = subprocess.Popen(["tee", "rec.pipe"], cwd=cls.dir,
+                                  stdin=p1.stdout, stdout=subprocess.PIPE)
+            p1.stdout.close()
+            p3 = subprocess.Popen(inj, cwd=cls.dir, stdin=p2.stdout,
+                                  stdout=out, stderr=e2)
+            p2.stdout.close()
+            rcs = [p.wait(timeout=pf.TIMEOUT) for p in (p1, p2, p3)]
+            e2.seek(0)
+            cls.inject_err = e2.read().decode("utf-8", "replace")
+        if rcs != [0, 0, 0]:
+            raise AssertionError("pipeline %s exited %s:\n%s"
+                                 % (cls.line, rcs, cls.inject_err))
+        # the reference and the file output, on the same run
+        with open(os.path.join(cls.dir, "rec.pipe"), "rb") as i, \
+                open(os.path.join(cls.dir, "ref.pipe"), "wb") as o:
+            subprocess.run(pf.perf_cmd(cls.bid, "inject", "--jit", "-i", "-",
+                                       "-o", "-"), cwd=cls.dir, stdin=i,
+                           stdout=o, stderr=subprocess.DEVNULL, check=True,
+                           timeout=pf.TIMEOUT)
+        pf.run([pf.PERFGRAFT, "inject", "-q", "-i", "rec.pipe", "-o",
+                "file.data"], cwd=cls.dir)
+
+    @classmethod
+    def tearDownClass(cls):
+        if os.environ.get("PERFGRAFT_KEEP_TMP") != "1":
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def report(self, name):
+        _, out, _, _ = pf.run(pf.perf_cmd(
+            self.bid, "report", "-i", name, "--stdio", "--no-children",
+            "--sort", "dso,sym", "-F", "sample,dso,sym"), cwd=self.dir)
+        return rows(out)
+
+    def test_live_pipe_rows_as_file_and_perf(self):
+        live, ref, filed = (self.report(n) for n in
+                            ("live.pipe", "ref.pipe", "file.data"))
+        top = max(ref.items(), key=lambda kv: kv[1])
+        self.assertEqual(top[0][0], "[jit]", "perf inject --jit's top row "
+                         "is not JIT code: %s" % (top,))
+        self.assertTrue(top[0][1].startswith("JS:*fib"), top)
+        live_top = sorted(live.items(), key=lambda kv: -kv[1])[:5]
+        diff = sorted(set(live.items()) ^ set(ref.items()),
+                      key=lambda kv: -kv[1])[:12]
+        self.assertEqual(live, ref, "pipe output's perf report rows differ "
+                         "from perf inject --jit's on the same run (top of "
+                         "pipe: %s; differing rows: %s)\ncommand: %s\n%s"
+                         % (live_top, diff, self.line, self.inject_err))
+        self.assertEqual(live, filed, "pipe and file outputs differ")
+
+    def test_pipe_images_in_a_directory_of_the_run(self):
+        self.assertFalse(os.path.exists(os.path.join(self.dir,
+                                                     "perf.jit.data.d")))
+        dirs = [n for n in os.listdir(self.dir)
+                if re.fullmatch(r"perfgraft-jit-\d{8}-\d{6}-\d+\.d", n)]
+        self.assertEqual(len(dirs), 1, os.listdir(self.dir))
+        self.assertTrue(os.listdir(os.path.join(self.dir, dirs[0])))
+
+    def test_held_memory_bounded(self):
+        # replayed at once, the records after the dump's last LOAD wait for
+        # node's EXIT: a 64 KiB bound makes them go out at the bound
+        bound = 64 << 10
+        _, _, err, _ = pf.run([pf.PERFGRAFT, "inject", "-i", "rec.pipe",
+                               "-o", "-", "--image-dir", "held.d",
+                               "--live-hold", str(bound / 1048576.0),
+                               "--live-wait", "86400"],
+                              cwd=self.dir)
+        m = re.search(r"at most ([\d.]+) MiB of records held back, (\d+) "
+                      r"samples written before", err)
+        self.assertTrue(m, err)
+        self.assertLessEqual(float(m.group(1)) * 1048576,
+                             bound + 65536 + 200, err)
+        self.assertGreater(int(m.group(2)), 0, err)
+        self.assertIn("--live-hold", err)
+
+
+if __name__ == "__main__":
+    unittest.main()
