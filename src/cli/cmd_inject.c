@@ -14,7 +14,8 @@ static void do_help(FILE *f)
 		   "                        [--jitdump-dir DIR] [--image-dir DIR] [--per-function]\n"
 		   "                        [--layout memory|packed|per-function]\n"
 		   "                        [--cfi-layout standard|perf-5.19]\n"
-		   "                        [--compress-debug-sections zlib|none] [-q] [-v]\n\n"
+		   "                        [--compress-debug-sections zlib|none]\n"
+		   "                        [--buildid-dir DIR] [-N] [-q] [-v]\n\n"
 		   "Writes a copy of the perf.data in which the JIT code of every jitdump the\n"
 		   "recorded processes mapped (jit-PID.dump) is mapped from ELF images, so that\n"
 		   "perf report, annotate and script resolve it.  Record with 'perf record -k mono'.\n\n"
@@ -35,6 +36,13 @@ static void do_help(FILE *f)
 		   "  --compress-debug-sections C\n"
 		   "                        zlib (default): DWARF sections compressed where that\n"
 		   "                        makes them smaller (SHF_COMPRESSED, as gcc -gz); none\n"
+		   "  --buildid-dir DIR     perf's build-id cache, where every image also gets an\n"
+		   "                        entry (a hard link), as perf's own images do, so the\n"
+		   "                        output resolves after a move or perf archive (default:\n"
+		   "                        $PERF_BUILDID_DIR, perf's buildid.dir, ~/.debug)\n"
+		   "  -N, --no-buildid-cache\n"
+		   "                        no build-id cache entries: the images are found by\n"
+		   "                        path only, while OUTPUT.d stays where it is\n"
 		   "  -q, --quiet           no summary\n"
 		   "  -v                    print every warning (default: the first 20)\n"
 		   "  -h, --help            this text\n");
@@ -57,7 +65,7 @@ static void found(void *ctx, const char *path, uint32_t pid, const char *how)
 int cmd_inject(int argc, char **argv)
 {
 	enum { OPT_JITDUMP = 256, OPT_JITDUMP_DIR, OPT_IMAGE_DIR, OPT_PER_FUNCTION, OPT_CFI,
-	       OPT_LAYOUT, OPT_COMPRESS };
+	       OPT_LAYOUT, OPT_COMPRESS, OPT_BUILDID_DIR };
 	static const struct option opts[] = {
 		{ "input", required_argument, NULL, 'i' },
 		{ "output", required_argument, NULL, 'o' },
@@ -68,6 +76,8 @@ int cmd_inject(int argc, char **argv)
 		{ "layout", required_argument, NULL, OPT_LAYOUT },
 		{ "cfi-layout", required_argument, NULL, OPT_CFI },
 		{ "compress-debug-sections", required_argument, NULL, OPT_COMPRESS },
+		{ "buildid-dir", required_argument, NULL, OPT_BUILDID_DIR },
+		{ "no-buildid-cache", no_argument, NULL, 'N' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -86,7 +96,7 @@ int cmd_inject(int argc, char **argv)
 	dumps = calloc((size_t)argc, sizeof(*dumps));
 	if (!dumps)
 		return EXIT_BADINPUT;
-	while ((c = getopt_long(argc, argv, "i:o:qvh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:o:Nqvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'i': io.input = optarg; break;
 		case 'o': io.output = optarg; break;
@@ -121,6 +131,8 @@ int cmd_inject(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			break;
+		case OPT_BUILDID_DIR: io.buildid_dir = optarg; break;
+		case 'N': io.no_buildid_cache = true; break;
 		case 'q': quiet = true; break;
 		case 'v': w.verbose++; break;
 		case 'h': do_help(stdout); free(dumps); return 0;
@@ -159,19 +171,23 @@ int cmd_inject(int argc, char **argv)
 	}
 	if (!quiet) {
 		double dt = now_seconds() - t0;
-		char carried[64] = "";
+		char carried[64] = "", cached[96] = "";
 
 		if (st.carried)
 			snprintf(carried, sizeof(carried), " (%llu carry live code into newer images)",
 				 (unsigned long long)st.carried);
-		fprintf(stderr, "perfgraft: inject: %llu jitdump%s (%llu LOAD, %llu MOVE) -> %llu images in %s (%.1f MB%s); %llu MMAP2 injected%s, %llu markers and %llu anonymous maps dropped; %s written (%.1f MB) in %.2f s%s\n",
+		if (st.cache_added || st.cache_present)
+			snprintf(cached, sizeof(cached), "; build-id cache: %llu added, %llu there",
+				 (unsigned long long)st.cache_added,
+				 (unsigned long long)st.cache_present);
+		fprintf(stderr, "perfgraft: inject: %llu jitdump%s (%llu LOAD, %llu MOVE) -> %llu images in %s (%.1f MB%s); %llu MMAP2 injected%s, %llu markers and %llu anonymous maps dropped; %s written (%.1f MB) in %.2f s%s%s\n",
 			(unsigned long long)st.dumps, st.dumps == 1 ? "" : "s",
 			(unsigned long long)st.loads, (unsigned long long)st.moves,
 			(unsigned long long)st.images, st.image_dir, st.image_bytes / 1e6,
 			st.cfi_compat ? ", CFI laid out for perf 5.19..6.7" : "",
 			(unsigned long long)st.mmaps_injected, carried,
 			(unsigned long long)st.markers_dropped,
-			(unsigned long long)st.anon_dropped, io.output, st.output_bytes / 1e6, dt,
+			(unsigned long long)st.anon_dropped, io.output, st.output_bytes / 1e6, dt, cached,
 			st.dumps_failed ? "; some dumps were not injected (see the warnings)" : "");
 	}
 	free(st.image_dir);
