@@ -147,7 +147,7 @@ move_bench() {
 			cat "$d/jit-4242.dump" "$d/perf.data" >/dev/null
 			t0=$(now_ns)
 			(cd "$d/pg" && /usr/bin/time -v -o "$logs/move-pg.time" \
-				"$pg" inject -i "$d/perf.data" -o out.data \
+				"$pg" inject --buildid-dir "$d/debug" -i "$d/perf.data" -o out.data \
 				>"$logs/move-pg.out" 2>"$logs/move-pg.err") ||
 				{ tail -n 20 "$logs/move-pg.err" >&2; fail "$pg inject ($n pairs)"; }
 			t1=$(now_ns)
@@ -237,7 +237,7 @@ print(sum(r["code_size"] for r in json.load(sys.stdin)["records"] if r["type"] =
 		cat "$d"/rec/jit-*.dump "$d/rec/perf.data" >/dev/null
 		t0=$(now_ns)
 		(cd "$d/pg" && /usr/bin/time -v -o "$logs/dwarf-pg.time" "$pg" inject \
-			-i "$d/rec/perf.data" -o out.data >"$logs/dwarf-pg.out" 2>"$logs/dwarf-pg.err") ||
+			--buildid-dir "$debug" -i "$d/rec/perf.data" -o out.data >"$logs/dwarf-pg.out" 2>"$logs/dwarf-pg.err") ||
 			{ tail -n 20 "$logs/dwarf-pg.err" >&2; fail "$pg inject (dwarf)"; }
 		t1=$(now_ns)
 		dt=$((t1 - t0))
@@ -467,11 +467,12 @@ pg_inject() { # NAME LAYOUT
 	pg_best='' pg_rss=0 pg_cpu='' pg_wrote=0
 	for i in $(seq "$runs"); do
 		find "$dir" -mindepth 1 -delete
+		remove_new "$debug" "$logs/debug.before.$name"
 		warm
 		echo "bench-inject: perfgraft inject --layout $layout (run $i of $runs)"
 		t0=$(now_ns)
 		if ! (cd "$dir" && /usr/bin/time -v -o "$logs/$name.time.$i" \
-			"$pg" inject --layout "$layout" -i "$rec/perf.data" -o "perf.$name.data" \
+			"$pg" inject --buildid-dir "$debug" --layout "$layout" -i "$rec/perf.data" -o "perf.$name.data" \
 			>"$logs/$name.out.$i" 2>"$logs/$name.err.$i"); then
 			tail -n 20 "$logs/$name.err.$i" >&2
 			grep -E 'Exit status|Command terminated' "$logs/$name.time.$i" >&2 || true
@@ -492,7 +493,11 @@ pg_inject() { # NAME LAYOUT
 	# Anything perfgraft put beside the dump counts too.
 	read -r f1 _ _ b1 k1 < <(new_stats "$rec" "$logs/rec.before.$name")
 	read -r f2 _ _ b2 k2 < <(new_stats "$dir" /dev/null)
-	read -r d1 d2 d3 _ _ < <(new_stats "$debug" "$logs/debug.before.$name")
+	# Written outside OUTPUT.d: the build-id cache entries (hard links to
+	# the images: names, no data, unless the cache is on another file
+	# system and they are copies; DISK counts blocks of inodes new there)
+	read -r d1 d2 d3 d4 _ < <(new_stats "$debug" "$logs/debug.before.$name")
+	pg_cache="$d1 $d2 $d3 $d4 $(find "$debug" -newer "$logs/debug.before.$name" -type f -links 1 -printf '%b\n' | awk '{k += $1 * 512} END {print k + 0}')"
 	read -r pg_images _ _ pg_img_bytes pg_img_disk < <(new_stats "$dir/perf.$name.data.d" /dev/null)
 	pg_files=$((f1 + f2))
 	pg_bytes=$((b1 + b2))
@@ -501,15 +506,14 @@ pg_inject() { # NAME LAYOUT
 	if [ "$f1" -gt 0 ]; then
 		echo "bench-inject: warning: perfgraft wrote $f1 files beside the dump (counted)" >&2
 	fi
-	if [ $((d1 + d2 + d3)) -gt 0 ]; then
-		echo "bench-inject: warning: perfgraft wrote $((d1 + d2 + d3)) paths into the build-id cache" >&2
-	fi
+	echo "bench-inject: perfgraft --layout $layout wrote outside OUTPUT.d (build-id cache): $d1 files (hard links), $d2 symlinks, $d3 dirs, $d4 bytes apparent"
 }
 pg_inject pg packed
 pk_best=$pg_best pk_rss=$pg_rss pk_cpu=$pg_cpu pk_wrote=$pg_wrote
 pk_images=$pg_images pk_img_bytes=$pg_img_bytes pk_img_disk=$pg_img_disk
-pk_files=$pg_files pk_bytes=$pg_bytes pk_disk=$pg_disk pk_out_bytes=$pg_out_bytes
+pk_files=$pg_files pk_bytes=$pg_bytes pk_disk=$pg_disk pk_out_bytes=$pg_out_bytes pk_cache=$pg_cache
 pg_inject mem memory
+mm_cache=$pg_cache
 mm_best=$pg_best mm_rss=$pg_rss mm_wrote=$pg_wrote
 mm_images=$pg_images mm_img_bytes=$pg_img_bytes mm_img_disk=$pg_img_disk mm_out_bytes=$pg_out_bytes
 pg_best=$pk_best pg_rss=$pk_rss pg_cpu=$pk_cpu pg_images=$pk_images
@@ -673,6 +677,24 @@ BEGIN {
 }'
 
 if want pipe; then pipe_bench; fi
+# ---- 7. outside OUTPUT.d: the build-id cache -----------------------------
+# What each tool wrote outside its images for the output to survive mv and
+# perf archive: perf inject --jit's jitted-*.so are hard-linked into the
+# cache with every other dso with hits; perfgraft's images alone.  "new
+# data" is the blocks of files there with one link (copies, perf's own
+# kallsyms/debug files), i.e. bytes written twice.
+read -r pf1 pf2 pf3 pf4 _ <<<"$cache_reg $cache_links $cache_dirs $cache_bytes x"
+printf "\nWritten outside the images' directory (build-id cache):\n"
+printf "%-16s %8s %9s %7s %16s\n" "" files symlinks dirs "apparent MB"
+printf "%-16s %8d %9d %7d %16.1f\n" "perf inject" "$pf1" "$pf2" "$pf3" "$(echo "$pf4" | awk '{print $1 / 1e6}')"
+for m in pk mm; do
+	v=${m}_cache
+	read -r c1 c2 c3 c4 c5 <<<"${!v}"
+	printf "%-16s %8d %9d %7d %16.1f  (new data %.1f MB)\n" \
+		"pg $([ $m = pk ] && echo packed || echo memory)" "$c1" "$c2" "$c3" \
+		"$(echo "$c4" | awk '{print $1 / 1e6}')" "$(echo "$c5" | awk '{print $1 / 1e6}')"
+done
+
 if want dwarf; then dwarf_bench; fi
 if want move; then move_bench; fi
 home_debug_check

@@ -114,7 +114,7 @@ pg_best='' perf_best=''
 for i in $(seq "$inject_runs"); do
 	rm -rf "$tmp/pg/"*
 	t0=$(now_ns)
-	(cd "$tmp/pg" && "$pg" inject -i "$tmp/rec/perf.data" -o inj.data) \
+	(cd "$tmp/pg" && "$pg" inject -N -i "$tmp/rec/perf.data" -o inj.data) \
 		>/dev/null 2>"$tmp/pg.err" || { cat "$tmp/pg.err" >&2; fail "perfgraft inject"; }
 	dt=$(( $(now_ns) - t0 ))
 	[ -z "$pg_best" ] || [ "$dt" -lt "$pg_best" ] && pg_best=$dt

@@ -87,6 +87,10 @@ def own_home():
     os.environ["HOME"] = home
     for v in HOME_VARS:
         os.environ.pop(v, None)
+    # perfgraft inject adds its images to perf's build-id cache; a test
+    # that gives no --buildid-dir gets this one (perf itself ignores the
+    # variable, so the $HOME/.debug check below stays exact for perf)
+    os.environ["PERF_BUILDID_DIR"] = os.path.join(home, "perfgraft-buildid-cache")
     return home
 
 

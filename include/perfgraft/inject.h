@@ -63,6 +63,16 @@ struct pg_inject_opts {
 	 * are written as they are, with a warning. */
 	uint64_t live_wait_ms;
 	uint64_t live_hold;
+	/* perf's build-id cache: after a successful run every image also gets
+	 * an entry there, laid out as perf's own (DIR/PATH/BUILD-ID/elf, a
+	 * hard link to the image, a copy across file systems; and
+	 * DIR/.build-id/XX/YYYY linking to it), so that perf finds the images
+	 * by build-id once the output moved or was packed by perf archive, as
+	 * it finds perf inject --jit's.  NULL: perf's default
+	 * ($PERF_BUILDID_DIR, else buildid.dir of perf's config, else
+	 * $HOME/.debug).  A cache that cannot be written is a warning. */
+	const char *buildid_dir;
+	bool no_buildid_cache;	/* no entries: the images are found by path only */
 };
 
 /* What pg_inject() did, written when it returns, failed or not: the
@@ -94,6 +104,11 @@ struct pg_inject_stats {
 	 * (the bound or live_wait_ms reached: perhaps not named), and the
 	 * times a dump was read again as it grew */
 	uint64_t held_max_bytes, held_forced, live_reads;
+	/* perf's build-id cache (opts.buildid_dir): images given an entry,
+	 * images whose build-id had one already, and what the run wrote
+	 * outside the image directory: names (hard links, copies, symlinks),
+	 * directories, and bytes (copies only: a hard link writes none) */
+	uint64_t cache_added, cache_present, cache_files, cache_dirs, cache_bytes;
 };
 
 /* Copies opts->input (a perf.data recorded with -k mono, file or pipe

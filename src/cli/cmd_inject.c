@@ -15,7 +15,8 @@ static void do_help(FILE *f)
 		   "                        [--layout memory|packed|per-function]\n"
 		   "                        [--cfi-layout standard|perf-5.19]\n"
 		   "                        [--compress-debug-sections zlib|none]\n"
-		   "                        [--live-wait SECONDS] [--live-hold MIB] [-q] [-v]\n\n"
+		   "                        [--live-wait SECONDS] [--live-hold MIB]\n"
+		   "                        [--buildid-dir DIR] [-N] [-q] [-v]\n\n"
 		   "Writes a copy of the perf.data in which the JIT code of every jitdump the\n"
 		   "recorded processes mapped (jit-PID.dump) is mapped from ELF images, so that\n"
 		   "perf report, annotate and script resolve it.  Record with 'perf record -k mono'.\n\n"
@@ -41,6 +42,13 @@ static void do_help(FILE *f)
 		   "                        holds its process's samples back (default: 10)\n"
 		   "  --live-hold MIB       pipe input: at most this many MiB of records are held\n"
 		   "                        back waiting for dumps to be written (default: 64)\n"
+		   "  --buildid-dir DIR     perf's build-id cache, where every image also gets an\n"
+		   "                        entry (a hard link), as perf's own images do, so the\n"
+		   "                        output resolves after a move or perf archive (default:\n"
+		   "                        $PERF_BUILDID_DIR, perf's buildid.dir, ~/.debug)\n"
+		   "  -N, --no-buildid-cache\n"
+		   "                        no build-id cache entries: the images are found by\n"
+		   "                        path only, while OUTPUT.d stays where it is\n"
 		   "  -q, --quiet           no summary\n"
 		   "  -v                    print every warning (default: the first 20)\n"
 		   "  -h, --help            this text\n");
@@ -63,7 +71,7 @@ static void found(void *ctx, const char *path, uint32_t pid, const char *how)
 int cmd_inject(int argc, char **argv)
 {
 	enum { OPT_JITDUMP = 256, OPT_JITDUMP_DIR, OPT_IMAGE_DIR, OPT_PER_FUNCTION, OPT_CFI,
-	       OPT_LAYOUT, OPT_COMPRESS, OPT_LIVE_WAIT, OPT_LIVE_HOLD };
+	       OPT_LAYOUT, OPT_COMPRESS, OPT_LIVE_WAIT, OPT_LIVE_HOLD, OPT_BUILDID_DIR };
 	static const struct option opts[] = {
 		{ "input", required_argument, NULL, 'i' },
 		{ "output", required_argument, NULL, 'o' },
@@ -76,6 +84,8 @@ int cmd_inject(int argc, char **argv)
 		{ "compress-debug-sections", required_argument, NULL, OPT_COMPRESS },
 		{ "live-wait", required_argument, NULL, OPT_LIVE_WAIT },
 		{ "live-hold", required_argument, NULL, OPT_LIVE_HOLD },
+		{ "buildid-dir", required_argument, NULL, OPT_BUILDID_DIR },
+		{ "no-buildid-cache", no_argument, NULL, 'N' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -94,7 +104,7 @@ int cmd_inject(int argc, char **argv)
 	dumps = calloc((size_t)argc, sizeof(*dumps));
 	if (!dumps)
 		return EXIT_BADINPUT;
-	while ((c = getopt_long(argc, argv, "i:o:qvh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:o:Nqvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'i': io.input = optarg; break;
 		case 'o': io.output = optarg; break;
@@ -148,6 +158,8 @@ int cmd_inject(int argc, char **argv)
 				io.live_hold = (uint64_t)(v * 1048576) ? (uint64_t)(v * 1048576) : 1;
 			break;
 		}
+		case OPT_BUILDID_DIR: io.buildid_dir = optarg; break;
+		case 'N': io.no_buildid_cache = true; break;
 		case 'q': quiet = true; break;
 		case 'v': w.verbose++; break;
 		case 'h': do_help(stdout); free(dumps); return 0;
@@ -186,19 +198,23 @@ int cmd_inject(int argc, char **argv)
 	}
 	if (!quiet) {
 		double dt = now_seconds() - t0;
-		char carried[64] = "";
+		char carried[64] = "", cached[96] = "";
 
 		if (st.carried)
 			snprintf(carried, sizeof(carried), " (%llu carry live code into newer images)",
 				 (unsigned long long)st.carried);
-		fprintf(stderr, "perfgraft: inject: %llu jitdump%s (%llu LOAD, %llu MOVE) -> %llu images in %s (%.1f MB%s); %llu MMAP2 injected%s, %llu markers and %llu anonymous maps dropped; %s written (%.1f MB) in %.2f s%s\n",
+		if (st.cache_added || st.cache_present)
+			snprintf(cached, sizeof(cached), "; build-id cache: %llu added, %llu there",
+				 (unsigned long long)st.cache_added,
+				 (unsigned long long)st.cache_present);
+		fprintf(stderr, "perfgraft: inject: %llu jitdump%s (%llu LOAD, %llu MOVE) -> %llu images in %s (%.1f MB%s); %llu MMAP2 injected%s, %llu markers and %llu anonymous maps dropped; %s written (%.1f MB) in %.2f s%s%s\n",
 			(unsigned long long)st.dumps, st.dumps == 1 ? "" : "s",
 			(unsigned long long)st.loads, (unsigned long long)st.moves,
 			(unsigned long long)st.images, st.image_dir, st.image_bytes / 1e6,
 			st.cfi_compat ? ", CFI laid out for perf 5.19..6.7" : "",
 			(unsigned long long)st.mmaps_injected, carried,
 			(unsigned long long)st.markers_dropped,
-			(unsigned long long)st.anon_dropped, io.output, st.output_bytes / 1e6, dt,
+			(unsigned long long)st.anon_dropped, io.output, st.output_bytes / 1e6, dt, cached,
 			st.dumps_failed ? "; some dumps were not injected (see the warnings)" : "");
 		if (st.live_reads)
 			fprintf(stderr, "perfgraft: inject: live dumps read %llu times; at most %.1f MiB of records held back, %llu samples written before their dump was read past them\n",

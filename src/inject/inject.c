@@ -20,6 +20,7 @@
 #include <perfgraft/elfimage.h>
 #include <perfgraft/inject.h>
 #include <perfgraft/perfdata.h>
+#include "inject/bidcache.h"
 #include "inject/discover.h"
 #include "inject/sample.h"
 #include "util/util.h"
@@ -41,6 +42,7 @@ struct image {			/* a written image, as MMAP2 records name it */
 	char *path;		/* absolute */
 	uint32_t maj, min;
 	uint64_t ino;
+	uint8_t build_id[20];	/* for perf's build-id cache (cache_images) */
 };
 
 struct pidinfo {
@@ -235,6 +237,39 @@ static int commit_sets(struct inj *j)
 	return ret;
 }
 
+/* Every image also in perf's build-id cache (bidcache.h), so that the
+ * output resolves after it moved or travelled (perf archive).  Once the
+ * output is complete: a cache that cannot be written is a warning, since
+ * the output resolves where it is. */
+static void cache_images(struct inj *j)
+{
+	struct pg_bidcache_count c = { 0 };
+	struct pg_diag cd = { 0 };
+	char *dir;
+
+	if (j->o->no_buildid_cache || !j->nimgs)
+		return;
+	dir = j->o->buildid_dir ? strdup(j->o->buildid_dir) : pg_bidcache_default_dir();
+	if (!dir) {
+		pg_warn(j->diag, "no build-id cache (HOME is not set: give --buildid-dir); the images are found only while %s stays where it is",
+			j->image_dir);
+		return;
+	}
+	for (size_t i = 0; i < j->nimgs; i++) {
+		if (pg_bidcache_add(dir, j->imgs[i].path, j->imgs[i].build_id, &c, &cd) < 0) {
+			pg_warn(j->diag, "build-id cache %s: %s; the images are found only while %s stays where it is",
+				dir, cd.err, j->image_dir);
+			break;
+		}
+	}
+	j->st->cache_added = c.added;
+	j->st->cache_present = c.present;
+	j->st->cache_files = c.files;
+	j->st->cache_dirs = c.dirs;
+	j->st->cache_bytes = c.copy_bytes;
+	free(dir);
+}
+
 static int emit(struct inj *j, const struct event *e)
 {
 	const struct image *im = &j->imgs[e->img];
@@ -341,6 +376,7 @@ static int add_image(struct inj *j, const struct pg_elf_image *ei)
 	im->maj = major(ei->dev);
 	im->min = minor(ei->dev);
 	im->ino = ei->ino;
+	memcpy(im->build_id, ei->build_id, sizeof(im->build_id));
 	j->nimgs++;
 	j->st->images++;
 	j->st->image_bytes += ei->size;
@@ -1315,6 +1351,8 @@ static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 		j.w = NULL;
 		pg_block_fatal_signals(false, &old);
 	}
+	if (!ret)
+		cache_images(&j);
 out:
 	if (j.w)
 		pg_pdw_abort(j.w);
