@@ -382,41 +382,28 @@ static uint64_t relocate(const struct reloc *v, size_t n, uint64_t at, uint64_t 
 	return word == 4 ? val & 0xffffffffu : val;
 }
 
-static int read_map(pg_xray_map *m, struct pg_diag *diag)
-{
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-	GElf_Ehdr eh;
+/* What read_map_section() carries from one map section to the next. */
+struct map_walk {
 	unsigned word, entsize;
 	bool swap;
-	uint64_t prev_func = 0;
-	bool relocs_needed_warned = false;
+	uint64_t prev_func;
+	bool relocs_needed_warned;
+};
+
+/* The sleds of one xray_instr_map section.  A relocatable object has one
+ * per function (clang 14), each with its own relocation section; the
+ * linker concatenates them in section order, so their functions are
+ * numbered on in that order, a new section starting a new function. */
+static int read_map_section(pg_xray_map *m, Elf_Scn *scn, struct map_walk *w,
+			    struct pg_diag *diag)
+{
+	unsigned word = w->word, entsize = w->entsize;
+	bool swap = w->swap, first = true;
 	struct reloc *relocs = NULL;
 	size_t nrelocs = 0;
-	int ret = 0;
-
-	gelf_getehdr(m->elf, &eh);
-	word = eh.e_ident[EI_CLASS] == ELFCLASS64 ? 8 : 4;
-	entsize = word == 8 ? 32 : 16;
-	swap = (eh.e_ident[EI_DATA] == ELFDATA2MSB) != (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__);
-	if (elf_getshdrstrndx(m->elf, &shstrndx) < 0)
-		return pg_err(diag, -EINVAL, "%s: no section name table (%s)", m->name, elf_errmsg(-1));
-	while ((scn = elf_nextscn(m->elf, scn))) {
-		GElf_Shdr sh;
-		const char *nm;
-
-		if (!gelf_getshdr(scn, &sh))
-			continue;
-		nm = elf_strptr(m->elf, shstrndx, sh.sh_name);
-		if (nm && !strcmp(nm, "xray_instr_map"))
-			break;
-	}
-	if (!scn)
-		return pg_err(diag, -ENOENT, "%s: no xray_instr_map section: not built with -fxray-instrument",
-			      m->name);
-
 	GElf_Shdr sh;
 	Elf_Data *d;
+	int ret;
 
 	gelf_getshdr(scn, &sh);
 	if (sh.sh_type == SHT_NOBITS)
@@ -434,6 +421,7 @@ static int read_map(pg_xray_map *m, struct pg_diag *diag)
 	ret = load_relocs(m, elf_ndxscn(scn), &sh, swap, &relocs, &nrelocs, diag);
 	if (ret < 0)
 		return ret;
+	ret = 0;
 	for (uint64_t i = 0; i + entsize <= sh.sh_size; i += entsize) {
 		const uint8_t *e = (const uint8_t *)d->d_buf + i;
 		uint64_t at = sh.sh_addr + i;
@@ -449,15 +437,15 @@ static int read_map(pg_xray_map *m, struct pg_diag *diag)
 			func = at + word + (uint64_t)rel;
 			if (word == 4)
 				func &= 0xffffffffu;
-		} else if (raw == 0 && !relocated && !relocs_needed_warned) {
+		} else if (raw == 0 && !relocated && !w->relocs_needed_warned) {
 			pg_warn(diag, "%s: offset %llu: absolute sled entry with no address or relocation",
 				m->name, (unsigned long long)(sh.sh_offset + i));
-			relocs_needed_warned = true;
+			w->relocs_needed_warned = true;
 		}
 		if (kind > 5)
 			pg_warn(diag, "%s: offset %llu: unknown sled kind %u", m->name,
 				(unsigned long long)(sh.sh_offset + i), kind);
-		if (m->nfuncs == 0 || func != prev_func) {
+		if (m->nfuncs == 0 || func != w->prev_func || first) {
 			if (m->nfuncs >= 0x0fffffff) {
 				ret = pg_err(diag, -E2BIG, "%s: more XRay functions than IDs", m->name);
 				break;
@@ -470,7 +458,8 @@ static int read_map(pg_xray_map *m, struct pg_diag *diag)
 			memset(f, 0, sizeof(*f));
 			f->id = (uint32_t)m->nfuncs;
 			f->addr = func;
-			prev_func = func;
+			w->prev_func = func;
+			first = false;
 		}
 		f = &m->funcs[m->nfuncs - 1];
 		if (kind < 8)
@@ -478,6 +467,39 @@ static int read_map(pg_xray_map *m, struct pg_diag *diag)
 		f->always_instrument |= always != 0;
 	}
 	free(relocs);
+	return ret;
+}
+
+static int read_map(pg_xray_map *m, struct pg_diag *diag)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	GElf_Ehdr eh;
+	struct map_walk w = { 0 };
+	bool found = false;
+	int ret = 0;
+
+	gelf_getehdr(m->elf, &eh);
+	w.word = eh.e_ident[EI_CLASS] == ELFCLASS64 ? 8 : 4;
+	w.entsize = w.word == 8 ? 32 : 16;
+	w.swap = (eh.e_ident[EI_DATA] == ELFDATA2MSB) != (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__);
+	if (elf_getshdrstrndx(m->elf, &shstrndx) < 0)
+		return pg_err(diag, -EINVAL, "%s: no section name table (%s)", m->name, elf_errmsg(-1));
+	while (!ret && (scn = elf_nextscn(m->elf, scn))) {
+		GElf_Shdr sh;
+		const char *nm;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		nm = elf_strptr(m->elf, shstrndx, sh.sh_name);
+		if (nm && !strcmp(nm, "xray_instr_map")) {
+			found = true;
+			ret = read_map_section(m, scn, &w, diag);
+		}
+	}
+	if (!found)
+		return pg_err(diag, -ENOENT, "%s: no xray_instr_map section: not built with -fxray-instrument",
+			      m->name);
 	return ret;
 }
 
