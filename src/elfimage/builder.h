@@ -162,6 +162,8 @@ struct pend {
 	bool pending;		/* of holds a temporary */
 	bool created;		/* committed: the final name is this set's file */
 	long reg;		/* created and registered for removal on a signal */
+	bool made_dir;		/* "SUB/NAME": SUB created by this set's commit */
+	long dreg;		/* and registered, or -1 */
 };
 
 /* Where every part of an image goes (file offsets, == vaddrs inside the
