@@ -91,8 +91,7 @@ static int cmp_fam(const void *a, const void *b, void *arg)
  * file per function.  first: the generation's first place (nown may be
  * 0 in an image of a shift only carried code has). */
 static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t gen,
-		     uint32_t mi, const struct region *home, uint32_t hi, uint32_t lane,
-		     uint64_t hbase,
+		     uint32_t mi, const struct region *home, uint32_t hi, uint64_t hbase,
 		     const struct mplace *first,
 		     const uint32_t *own, size_t nown, const uint32_t *carry, size_t ncarry)
 {
@@ -114,16 +113,12 @@ static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t ge
 	qsort_r(mem, nm, sizeof(*mem), cmp_addr, pl);
 	if (!set->carry_live)
 		snprintf(name, sizeof(name), "%s-r%u-g%u.so", set->prefix, ri, gen);
-	else {
-		char sub[48] = "", ls[24] = "";
-
-		if (mi)
-			snprintf(sub, sizeof(sub), "-m%u", mi);
-		if (lane)
-			snprintf(ls, sizeof(ls), "-l%u", lane);
-		snprintf(name, sizeof(name), "%s-r%u-g%u%s/%s-r%u%s.so", set->prefix, ri, gen,
-			 sub, set->prefix, hi, ls);
-	}
+	else if (!mi)
+		snprintf(name, sizeof(name), "%s-r%u-g%u/%s-r%u.so", set->prefix, ri, gen,
+			 set->prefix, hi);
+	else
+		snprintf(name, sizeof(name), "%s-r%u-g%u-m%u/%s-r%u.so", set->prefix, ri, gen,
+			 mi, set->prefix, hi);
 	ret = pg_files_new_image(set, name, &im);
 	if (ret)
 		goto out;
@@ -279,66 +274,10 @@ out:
 	return ret;
 }
 
-/* perf merges the rows of symbols with one start and end in files of
- * one basename whatever their names (sort.c's _sort__sym_cmp), and keeps
- * perf inject's functions apart (a file each): a file name is shared by
- * images whose functions never meet another function at the same
- * offset and size.  Lane L of a home region is its file name L (0: no
- * number); lanes[L] maps (home, offset, size) to the function there. */
-struct lanes {
-	struct pg_u64map *m;
-	size_t n;
-};
-
-static uint64_t lane_key(uint32_t home, uint64_t off, uint64_t size)
-{
-	/* a false match only moves an image to another lane */
-	uint64_t k = off * 0x9e3779b97f4a7c15ull ^ size * 0xc2b2ae3d27d4eb4full ^ home;
-
-	return k ^ (k >> 29);
-}
-
-/* The first lane where no function of the image's places k[s..e) meets
- * another at its offset and size; their entries put there.  Returns the
- * lane, or -1 when out of memory. */
-static long take_lane(pg_elfset *set, struct lanes *ln, const struct region *rg,
-		      const struct famkey *k, size_t s, size_t e)
-{
-	for (size_t l = 0;; l++) {
-		bool clash = false;
-
-		if (l == ln->n) {
-			if (!pg_grow((void **)&ln->m, &ln->n, l + 1, sizeof(*ln->m)))
-				return -1;
-			for (size_t i = l; i < ln->n; i++)
-				pg_u64map_init(&ln->m[i], sizeof(uint32_t));
-		}
-		for (size_t i = s; i < e && !clash; i++) {
-			const struct mrec *r = &set->recs[set->places[k[i].at].rec];
-			const uint32_t *v = pg_u64map_get(&ln->m[l], lane_key(k[i].home,
-						r->addr - rg[k[i].home].base, r->size));
-
-			clash = v && *v != set->places[k[i].at].rec;
-		}
-		if (clash)
-			continue;
-		for (size_t i = s; i < e; i++) {
-			const struct mrec *r = &set->recs[set->places[k[i].at].rec];
-			uint32_t *v = pg_u64map_put(&ln->m[l], lane_key(k[i].home,
-						    r->addr - rg[k[i].home].base, r->size), NULL);
-
-			if (!v)
-				return -1;
-			*v = set->places[k[i].at].rec;
-		}
-		return (long)l;
-	}
-}
-
 /* The images of generation gen of region ri: one image, or with
  * carry_live one per family (struct famkey), the region's own first. */
 static int gen_images(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t gen,
-		      const uint32_t *home, struct lanes *ln, const uint32_t *own, size_t nown,
+		      const uint32_t *home, const uint32_t *own, size_t nown,
 		      const uint32_t *carry, size_t ncarry)
 {
 	const struct mplace *pl = set->places, *first = &pl[own[0]];
@@ -349,7 +288,7 @@ static int gen_images(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t g
 	int ret = 0;
 
 	if (!set->carry_live)
-		return mem_image(set, &rg[ri], ri, gen, 0, NULL, ri, 0, 0, first, own, nown,
+		return mem_image(set, &rg[ri], ri, gen, 0, NULL, ri, 0, first, own, nown,
 				 carry, ncarry);
 	k = malloc(n * sizeof(*k));
 	ids = malloc(n * sizeof(*ids));
@@ -372,23 +311,16 @@ static int gen_images(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t g
 	for (size_t s = 0, e; s < n && !ret; s = e, mi++) {
 		size_t no = 0, nc = 0;
 
-		long lane;
-
 		for (e = s; e < n && k[e].home == k[s].home && k[e].base == k[s].base; e++)
 			;
-		lane = take_lane(set, ln, rg, k, s, e);
-		if (lane < 0) {
-			ret = pg_err(set->diag, -ENOMEM, "out of memory");
-			break;
-		}
 		for (size_t i = s; i < e; i++)
 			if (k[i].own)
 				ids[no++] = k[i].at;
 		for (size_t i = s; i < e; i++)
 			if (!k[i].own)
 				ids[no + nc++] = k[i].at;
-		ret = mem_image(set, &rg[ri], ri, gen, mi, &rg[k[s].home], k[s].home,
-				(uint32_t)lane, k[s].base, first, ids, no, ids + no, nc);
+		ret = mem_image(set, &rg[ri], ri, gen, mi, &rg[k[s].home], k[s].home, k[s].base,
+				first, ids, no, ids + no, nc);
 	}
 	free(k);
 	free(ids);
@@ -501,7 +433,6 @@ int pg_plan_memory(pg_elfset *set)
 	size_t n = set->nplaces, nreg = 0, ngens = 0, nb = 0;
 	uint32_t *byaddr = NULL, *order = NULL, *carry = NULL, *live = NULL, *nlive = NULL;
 	uint32_t *home = NULL;
-	struct lanes lanes = { 0 };
 	struct region *rg = NULL;
 	uint64_t code = 0, moved = 0, meta = 0, meta_moved = 0, spread = 0, carried = 0;
 	uint64_t carried_meta = 0;
@@ -684,8 +615,8 @@ int pg_plan_memory(pg_elfset *set)
 				if (!covered)
 					nlive[nn++] = live[i];
 			}
-			ret = gen_images(set, rg, (uint32_t)r, k, home, &lanes, g->order + s,
-					 e - s, carry, nc);
+			ret = gen_images(set, rg, (uint32_t)r, k, home, g->order + s, e - s,
+					 carry, nc);
 			for (size_t i = s; i < e && carry_live; i++) {
 				struct mplace *q = &pl[g->order[i]];
 
@@ -720,9 +651,6 @@ int pg_plan_memory(pg_elfset *set)
 					  .name = r->name };
 	}
 out:
-	for (size_t i = 0; i < lanes.n; i++)
-		pg_u64map_free(&lanes.m[i]);
-	free(lanes.m);
 	free(home);
 	free(byaddr);
 	free(order);
