@@ -454,6 +454,31 @@ class MemoryLayout(unittest.TestCase):
         self.check_invariants(b, p, [r for r in rows if r["kind"] == "LOAD"] +
                               [r for r in rows if r["kind"] != "LOAD"], out)
 
+    def test_user_stacks_one_offset_per_function(self):
+        """Under user stacks (issue 24.2) a function carried into newer
+        generations is at the same offset, in files of one basename, in
+        every image it is mapped from (perf report's row key: the dso's
+        short name and the symbol's start and end), each image in a
+        directory of its own, and the generations share one base."""
+        b = gen.JitdumpBuilder()
+        a = BASE + 0x6000
+        b.load(b"JS:*one", gen.x86_64_code(0x20, 1), a, 0)
+        b.load(b"JS:*kept", gen.x86_64_code(0x20, 2), a + 0x400, 1)
+        b.load(b"JS:*longer", gen.x86_64_code(0x30, 3), a, 2)  # over one: g1
+        b.load(b"JS:*other", gen.x86_64_code(0x30, 4), a, 3)   # over longer: g2
+        p, rows, out = self.convert(b, extra=["--user-stacks"])
+        by = {}
+        for r in rows:
+            if r["kind"] != "TABLES":
+                by.setdefault(r["code_index"], []).append(r)
+        self.assertEqual([r["kind"] for r in by[1]], ["LOAD", "CARRY", "CARRY"], p.out)
+        self.assertEqual(len(set(r["pgoff"] for r in by[1])), 1, p.out)
+        self.assertEqual([r["image"] for r in by[1]],
+                         ["jitted-4242-r0-g%d/jitted-4242-r0.so" % g for g in range(3)], p.out)
+        self.assertEqual(len(set(self.bases(rows, p).values())), 1)
+        self.assertEqual(by[3][0]["image"], "jitted-4242-r0-g2/jitted-4242-r0.so")
+        self.check_invariants(b, p, rows, out)
+
     def test_move_maps_the_loaded_bytes(self):
         """Without --user-stacks (frame-pointer call graphs), a MOVE maps
         the bytes its code has in the image, as perf inject --jit maps its
