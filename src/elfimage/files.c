@@ -266,8 +266,14 @@ static int commit_file(pg_elfset *set, const struct pg_elf_image *pi, struct pen
 	}
 	subfd = openat(set->dirfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (subfd < 0) {
-		ret = pg_err(set->diag, -errno, "%s/%s: %s", set->dir, sub,
-			     errno == ELOOP ? "is a symbolic link; not following it" : strerror(errno));
+		int e = errno;
+		struct stat st;
+		/* O_NOFOLLOW | O_DIRECTORY on a symlink: ENOTDIR or ELOOP */
+		bool link = fstatat(set->dirfd, sub, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    S_ISLNK(st.st_mode);
+
+		ret = pg_err(set->diag, -e, "%s/%s: %s", set->dir, sub,
+			     link ? "is a symbolic link; not following it" : strerror(e));
 		pg_outfile_abort(&p->of);
 		return ret;
 	}
