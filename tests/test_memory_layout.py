@@ -479,6 +479,27 @@ class MemoryLayout(unittest.TestCase):
         self.assertEqual(by[3][0]["image"], "jitted-4242-r0-g2/jitted-4242-r0.so")
         self.check_invariants(b, p, rows, out)
 
+    def test_user_stacks_move_images_bounded(self):
+        """A MOVE's copy under user stacks goes into an image at a base of
+        its own (its LOAD's offset): each such image spans the region
+        again, so they are bounded by what the layout's spread bound
+        leaves; past it the copies stay in the region's image, at their
+        own offsets, with one warning."""
+        b = gen.JitdumpBuilder()
+        a = BASE + 0x10000
+        step = REGION_GAP - 0x10000
+        for i in range(64):     # a region of 63 x 0.94 MiB, 1 KiB of code
+            b.load(b"JS:*f%d" % i, gen.x86_64_code(0x10, i), a + i * step, i)
+        for k in range(100):    # one function moved to 100 free places
+            old = a + (k * 0x40 if k else 0)
+            b.move(0, old, a + (k + 1) * 0x40, 0x10)
+        p, rows, out = self.convert(b, extra=["--user-stacks"])
+        self.assertRegex(p.err, r"MOVEs past the layout's bound")
+        self.assertLess(len(self.images(out)), 8, self.images(out))
+        moves = [r for r in rows if r["kind"] == "MOVE"]
+        self.assertEqual(len(moves), 100)
+        self.check_invariants(b, p, rows, out)
+
     def test_move_maps_the_loaded_bytes(self):
         """Without --user-stacks (frame-pointer call graphs), a MOVE maps
         the bytes its code has in the image, as perf inject --jit maps its

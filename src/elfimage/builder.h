@@ -142,6 +142,7 @@ struct pg_elfset {
 	size_t nplaces, places_cap;
 	struct pg_u64map ids;	/* code index -> latest map (own images) or place: idslot */
 	bool noting;		/* carry only code noted on a stack */
+	bool fold_warned;	/* plan.c: MOVE copies kept at their own offsets */
 	uint32_t *byaddr;	/* noting: places by address, their addresses, */
 	uint64_t *addrs;	/* and the highest end among each one and */
 	uint64_t *maxend;	/* those before it */

@@ -277,7 +277,7 @@ out:
 /* The images of generation gen of region ri: one image, or with
  * carry_live one per family (struct famkey), the region's own first. */
 static int gen_images(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t gen,
-		      const uint32_t *home, const uint32_t *own, size_t nown,
+		      const uint32_t *home, uint64_t *room, const uint32_t *own, size_t nown,
 		      const uint32_t *carry, size_t ncarry)
 {
 	const struct mplace *pl = set->places, *first = &pl[own[0]];
@@ -308,6 +308,38 @@ static int gen_images(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t g
 					.at = at, .own = i < nown };
 	}
 	qsort_r(k, n, sizeof(*k), cmp_fam, &main);
+	/* an image at another base spans the region again (holes): within
+	 * what the layout's bound leaves (room), else its copies stay in the
+	 * region's own image, at their own offsets (rows apart in perf) */
+	{
+		bool folded = false;
+		uint64_t span = rg[ri].slot - rg[ri].lo + (1 << 12);
+
+		for (size_t s = 0, e; s < n; s = e) {
+			bool mine = k[s].home == main.home && k[s].base == main.base;
+
+			for (e = s; e < n && k[e].home == k[s].home && k[e].base == k[s].base; e++)
+				;
+			if (mine)
+				continue;
+			if (span <= *room) {
+				*room -= span;
+				continue;
+			}
+			for (size_t i = s; i < e; i++) {
+				k[i].home = main.home;
+				k[i].base = main.base;
+			}
+			folded = true;
+		}
+		if (folded) {
+			if (!set->fold_warned)
+				pg_warn(set->diag, "%s: MOVEs past the layout's bound: their copies are at their own offsets, and perf report shows them as rows apart",
+					set->dump_name);
+			set->fold_warned = true;
+			qsort_r(k, n, sizeof(*k), cmp_fam, &main);
+		}
+	}
 	for (size_t s = 0, e; s < n && !ret; s = e, mi++) {
 		size_t no = 0, nc = 0;
 
@@ -435,7 +467,7 @@ int pg_plan_memory(pg_elfset *set)
 	uint32_t *home = NULL;
 	struct region *rg = NULL;
 	uint64_t code = 0, moved = 0, meta = 0, meta_moved = 0, spread = 0, carried = 0;
-	uint64_t carried_meta = 0;
+	uint64_t carried_meta = 0, room;
 	bool budget_warned = false, carry_live = set->carry_live;
 	const char *why = NULL;
 	int ret = 0;
@@ -567,6 +599,11 @@ int pg_plan_memory(pg_elfset *set)
 		ret = 1;
 		goto out;
 	}
+	/* what the images at other bases (MOVE copies, carry_live) may
+	 * span: the rest of the spread's bound */
+	room = sat_add(code, 1ull << 20);
+	room = room > UINT64_MAX / SPREAD_FACTOR ? UINT64_MAX : SPREAD_FACTOR * room;
+	room = room > spread ? room - spread : 0;
 	if (carry_live && ngens > CARRY_GENERATIONS) {
 		pg_warn(set->diag, "%s: %zu generations of reused code: live code is not carried into newer images; perf's libdw unwinder may stop at frames of older ones",
 			set->dump_name, ngens);
@@ -615,8 +652,8 @@ int pg_plan_memory(pg_elfset *set)
 				if (!covered)
 					nlive[nn++] = live[i];
 			}
-			ret = gen_images(set, rg, (uint32_t)r, k, home, g->order + s, e - s,
-					 carry, nc);
+			ret = gen_images(set, rg, (uint32_t)r, k, home, &room, g->order + s,
+					 e - s, carry, nc);
 			for (size_t i = s; i < e && carry_live; i++) {
 				struct mplace *q = &pl[g->order[i]];
 
