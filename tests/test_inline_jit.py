@@ -119,7 +119,9 @@ class InlineJit(unittest.TestCase):
 
     def test_addr2line_chain(self):
         images = os.path.join(self.tmp, "pg.data.d")
-        (img,) = [f for f in os.listdir(images) if f.endswith(".so")]
+        # under user stacks each image is in a directory of its own
+        (img,) = [os.path.join(d, f) for d, _, fs in os.walk(images) for f in fs
+                  if f.endswith(".so")]
         # where the function sits in its image: elf -l lays it out as inject does
         _, out, _ = run([PERFGRAFT, "elf", "-l", "-q", "-o", "elf", self.dump], self.tmp)
         pgoff = int(out.split("\t")[4], 16)

@@ -214,7 +214,10 @@ class MemoryLayout(unittest.TestCase):
         return p, parse_list(p.out), out
 
     def images(self, out):
-        return sorted(n for n in os.listdir(out) if n.endswith(".so"))
+        """The images under out, as paths relative to it (under user
+        stacks each is in a directory of its own)."""
+        return sorted(os.path.relpath(os.path.join(d, n), out)
+                      for d, _, names in os.walk(out) for n in names if n.endswith(".so"))
 
     def bases(self, rows, p=None):
         """{image: base}, checking that every row of an image has one
@@ -248,15 +251,24 @@ class MemoryLayout(unittest.TestCase):
             self.assertEqual(ld["offset"], ld["vaddr"], name)
             self.assertLess(ld["offset"], 4096, name)
             self.assertEqual(ld["offset"] % 64, 0, name)
-            # laid out like memory down to the 64-byte line
-            self.assertEqual(base % 64, 0, "%s: base 0x%x" % (name, base))
+            # laid out like memory down to the 64-byte line (under user
+            # stacks a MOVE's copy keeps its LOAD's offset instead, in an
+            # image of its own base)
+            if "/" not in name or any(r["kind"] == "LOAD" for r in rows
+                                      if r["image"] == name):
+                self.assertEqual(base % 64, 0, "%s: base 0x%x" % (name, base))
             text = elf.section(".text")
             self.assertEqual(text["addr"], text["offset"], name)
             # the lowest function starts on the PT_LOAD's 64-byte line
+            # (under user stacks: the region's lowest, the same for each
+            # of its images, below or at the image's own)
             syms = elf.funcs()
             self.assertTrue(syms, name)
             lowest = min(v for _, v, _ in syms)
-            self.assertEqual(lowest & ~63, ld["offset"], name)
+            if "/" in name:
+                self.assertLessEqual(ld["offset"], lowest, name)
+            else:
+                self.assertEqual(lowest & ~63, ld["offset"], name)
             self.assertEqual(text["addr"], lowest, name)
             # every symbol is a map of this image, every map a symbol
             want = sorted((funcs[r["code_index"]].name, r["start"] - base,
@@ -420,8 +432,16 @@ class MemoryLayout(unittest.TestCase):
         moves = [r for r in rows if r["kind"] == "MOVE"]
         self.assertEqual([(r["code_index"], r["start"], r["size"]) for r in moves],
                          [(0, a + 0x1000, 0x28), (1, a + 0x1010, 0x18)], p.out)
-        self.assertEqual(moves[0]["image"], "jitted-4242-r0-g0.so")
-        self.assertEqual(moves[1]["image"], "jitted-4242-r0-g1.so")
+        # under user stacks each copy is at its LOAD's offset in an image
+        # of the region's one file name (perf: one row per function), in a
+        # directory of its own: its generation's, numbered after it when
+        # the generation has images at other bases
+        self.assertEqual(moves[0]["image"], "jitted-4242-r0-g0-m1/jitted-4242-r0.so")
+        self.assertEqual(moves[1]["image"], "jitted-4242-r0-g1/jitted-4242-r0.so")
+        loads = {r["code_index"]: r for r in rows if r["kind"] == "LOAD"}
+        self.assertEqual(loads[0]["image"], "jitted-4242-r0-g0/jitted-4242-r0.so")
+        for m in moves:
+            self.assertEqual(m["pgoff"], loads[m["code_index"]]["pgoff"])
         bases = self.bases(rows, p)
         for m, f in zip(moves, b.funcs):
             elf = Elf(os.path.join(out, m["image"]))
@@ -433,6 +453,52 @@ class MemoryLayout(unittest.TestCase):
         # the LOADs stay where they were
         self.check_invariants(b, p, [r for r in rows if r["kind"] == "LOAD"] +
                               [r for r in rows if r["kind"] != "LOAD"], out)
+
+    def test_user_stacks_one_offset_per_function(self):
+        """Under user stacks (issue 24.2) a function carried into newer
+        generations is at the same offset, in files of one basename, in
+        every image it is mapped from (perf report's row key: the dso's
+        short name and the symbol's start and end), each image in a
+        directory of its own, and the generations share one base."""
+        b = gen.JitdumpBuilder()
+        a = BASE + 0x6000
+        b.load(b"JS:*one", gen.x86_64_code(0x20, 1), a, 0)
+        b.load(b"JS:*kept", gen.x86_64_code(0x20, 2), a + 0x400, 1)
+        b.load(b"JS:*longer", gen.x86_64_code(0x30, 3), a, 2)  # over one: g1
+        b.load(b"JS:*other", gen.x86_64_code(0x30, 4), a, 3)   # over longer: g2
+        p, rows, out = self.convert(b, extra=["--user-stacks"])
+        by = {}
+        for r in rows:
+            if r["kind"] != "TABLES":
+                by.setdefault(r["code_index"], []).append(r)
+        self.assertEqual([r["kind"] for r in by[1]], ["LOAD", "CARRY", "CARRY"], p.out)
+        self.assertEqual(len(set(r["pgoff"] for r in by[1])), 1, p.out)
+        self.assertEqual([r["image"] for r in by[1]],
+                         ["jitted-4242-r0-g%d/jitted-4242-r0.so" % g for g in range(3)], p.out)
+        self.assertEqual(len(set(self.bases(rows, p).values())), 1)
+        self.assertEqual(by[3][0]["image"], "jitted-4242-r0-g2/jitted-4242-r0.so")
+        self.check_invariants(b, p, rows, out)
+
+    def test_user_stacks_move_images_bounded(self):
+        """A MOVE's copy under user stacks goes into an image at a base of
+        its own (its LOAD's offset): each such image spans the region
+        again, so they are bounded by what the layout's spread bound
+        leaves; past it the copies stay in the region's image, at their
+        own offsets, with one warning."""
+        b = gen.JitdumpBuilder()
+        a = BASE + 0x10000
+        step = REGION_GAP - 0x10000
+        for i in range(64):     # a region of 63 x 0.94 MiB, 1 KiB of code
+            b.load(b"JS:*f%d" % i, gen.x86_64_code(0x10, i), a + i * step, i)
+        for k in range(100):    # one function moved to 100 free places
+            old = a + (k * 0x40 if k else 0)
+            b.move(0, old, a + (k + 1) * 0x40, 0x10)
+        p, rows, out = self.convert(b, extra=["--user-stacks"])
+        self.assertRegex(p.err, r"MOVEs past the layout's bound")
+        self.assertLess(len(self.images(out)), 8, self.images(out))
+        moves = [r for r in rows if r["kind"] == "MOVE"]
+        self.assertEqual(len(moves), 100)
+        self.check_invariants(b, p, rows, out)
 
     def test_move_maps_the_loaded_bytes(self):
         """Without --user-stacks (frame-pointer call graphs), a MOVE maps
@@ -464,8 +530,10 @@ class MemoryLayout(unittest.TestCase):
         self.check_invariants(b, p, [r for r in rows if r["kind"] == "LOAD"], out)
 
     def test_move_with_cfi(self):
-        """The moved copy keeps its CFI: an FDE at the old place and one at
-        the new, both in the image's .eh_frame_hdr."""
+        """The moved copy keeps its CFI: an FDE at the old place in its
+        LOAD's image and one at the new in the copy's (under user stacks
+        an image of the same file name at the same offset, its own
+        tables), each in its image's .eh_frame_hdr."""
         self.need("eu-readelf")
         b = gen.JitdumpBuilder()
         a = BASE + 0x4000
@@ -473,15 +541,19 @@ class MemoryLayout(unittest.TestCase):
         b.load(b"JS:*m", gen.x86_64_code(0x40, 1), a, 0)
         b.move(0, a, a + 0x1000, 0x40)
         p, rows, out = self.convert(b, extra=["--user-stacks"])
-        self.assertEqual([r["kind"] for r in rows], ["TABLES", "LOAD", "MOVE"], p.out)
+        self.assertEqual([r["kind"] for r in rows], ["TABLES", "LOAD", "TABLES", "MOVE"],
+                         p.out)
         self.check_invariants(b, p, rows, out)
-        path = os.path.join(out, "jitted-4242-r0-g0.so")
-        want = sorted((r["pgoff"], 0x40) for r in rows if r["kind"] != "TABLES")
-        pe = run(["eu-readelf", "--debug-dump=frames", path])
-        got = sorted((int(o, 16), int(n, 16)) for o, n in re.findall(
-            r"\(offset: (0x[0-9a-f]+)\)\n\s+address_range:\s+(0x[0-9a-f]+)", pe.out))
-        self.assertEqual(got, want, pe.out)
-        self.assertRegex(pe.out, r"fde_count:\s+2\n")
+        for kind, img in (("LOAD", "jitted-4242-r0-g0/jitted-4242-r0.so"),
+                          ("MOVE", "jitted-4242-r0-g0-m1/jitted-4242-r0.so")):
+            path = os.path.join(out, img)
+            want = [(r["pgoff"], 0x40) for r in rows if r["kind"] == kind]
+            self.assertEqual([r["image"] for r in rows if r["kind"] == kind], [img])
+            pe = run(["eu-readelf", "--debug-dump=frames", path])
+            got = sorted((int(o, 16), int(n, 16)) for o, n in re.findall(
+                r"\(offset: (0x[0-9a-f]+)\)\n\s+address_range:\s+(0x[0-9a-f]+)", pe.out))
+            self.assertEqual(got, want, pe.out)
+            self.assertRegex(pe.out, r"fde_count:\s+1\n")
 
     def test_unload_changes_nothing(self):
         b = unload_reuse_dump()

@@ -154,7 +154,7 @@ struct pg_elf_place {
 /* An image of the set, owned by it. */
 struct pg_elf_image {
 	char *path;		/* dir/name */
-	const char *name;	/* basename inside path */
+	const char *name;	/* path inside dir: a basename, or SUB/NAME under carry_live */
 	uint8_t build_id[20];
 	uint64_t size;		/* bytes of the written file */
 	uint64_t nfuncs;

@@ -142,6 +142,7 @@ struct pg_elfset {
 	size_t nplaces, places_cap;
 	struct pg_u64map ids;	/* code index -> latest map (own images) or place: idslot */
 	bool noting;		/* carry only code noted on a stack */
+	bool fold_warned;	/* plan.c: MOVE copies kept at their own offsets */
 	uint32_t *byaddr;	/* noting: places by address, their addresses, */
 	uint64_t *addrs;	/* and the highest end among each one and */
 	uint64_t *maxend;	/* those before it */
@@ -162,6 +163,8 @@ struct pend {
 	bool pending;		/* of holds a temporary */
 	bool created;		/* committed: the final name is this set's file */
 	long reg;		/* created and registered for removal on a signal */
+	bool made_dir;		/* "SUB/NAME": SUB created by this set's commit */
+	long dreg;		/* and registered, or -1 */
 };
 
 /* Where every part of an image goes (file offsets, == vaddrs inside the

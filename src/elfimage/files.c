@@ -6,6 +6,7 @@
  * the bytes: this part is what a run leaves in the directory. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,7 @@ int pg_files_new_image(pg_elfset *set, const char *want, struct img **out)
 	set->pend[set->nimages].reg = -1;
 	set->pend[set->nimages].of.fd = -1;
 	set->pend[set->nimages].of.reg = -1;
+	set->pend[set->nimages].dreg = -1;
 	im = calloc(1, sizeof(*im));
 	if (!im)
 		return pg_err(set->diag, -ENOMEM, "out of memory");
@@ -131,14 +133,19 @@ static int name_image(pg_elfset *set, struct img *im, const struct layout *lo)
 	memcpy(pi->build_id, bid, BUILD_ID_SIZE);
 	if (set->build_id_names) {
 		size_t dl = strlen(set->dir), nl = strlen(pi->name);
+		const char *sl = strchr(pi->name, '/');
+		/* "SUB/NAME" (plan.c): the build-id goes into SUB, NAME is
+		 * what perf must see the same in every image of it */
+		size_t kl = sl ? (size_t)(sl - pi->name) : nl - 3;
 		char *np = malloc(dl + nl + 16);
 
 		if (!np)
 			return pg_err(set->diag, -ENOMEM, "out of memory");
-		/* "<dir>/<name less .so>-<12 hex>.so" */
-		snprintf(np, dl + nl + 16, "%s/%.*s-%02x%02x%02x%02x%02x%02x.so", set->dir,
-			 (int)(nl - 3), pi->name, pi->build_id[0], pi->build_id[1],
-			 pi->build_id[2], pi->build_id[3], pi->build_id[4], pi->build_id[5]);
+		/* "<dir>/<name less .so>-<12 hex>.so", "<dir>/<SUB>-<12 hex>/<NAME>" */
+		snprintf(np, dl + nl + 16, "%s/%.*s-%02x%02x%02x%02x%02x%02x%s", set->dir,
+			 (int)kl, pi->name, pi->build_id[0], pi->build_id[1],
+			 pi->build_id[2], pi->build_id[3], pi->build_id[4], pi->build_id[5],
+			 pi->name + kl);
 		free(pi->path);
 		pi->path = np;
 		pi->name = np + dl + 1;
@@ -151,12 +158,22 @@ static int name_image(pg_elfset *set, struct img *im, const struct layout *lo)
 static int write_file(pg_elfset *set, struct img *im, const struct layout *lo)
 {
 	struct pg_elf_image *pi = &set->images[im->pub];
+	const char *sl = strchr(pi->name, '/');
+	char flat[NAME_MAX + 1];
 	struct pg_outfile of;
 	struct stat st;
-	int ret = pg_outfile_open(&of, set->dirfd, pi->name, set->diag);
+	int ret;
 
+	/* "SUB/NAME": the temporary beside SUB, renamed into it at commit */
+	if (sl)
+		snprintf(flat, sizeof(flat), "%.*s.so", (int)(sl - pi->name), pi->name);
+	ret = pg_outfile_open(&of, set->dirfd, sl ? flat : pi->name, set->diag);
 	if (ret)
 		return ret;
+	if (sl && of.direct) {
+		pg_outfile_abort(&of);
+		return pg_err(set->diag, -EEXIST, "%s/%s: not a regular file", set->dir, flat);
+	}
 	ret = pg_emit_elf(set, im, lo, of.fd);
 	if (!ret && im->memory)
 		ret = pg_emit_code(set, im, of.fd);
@@ -212,6 +229,59 @@ int pg_files_close_pack(pg_elfset *set)
 	return ret;
 }
 
+/* An image "SUB/NAME": SUB removed again if this set made it (and
+ * nothing else is in it). */
+static void drop_dir(pg_elfset *set, const struct pg_elf_image *pi, struct pend *p)
+{
+	const char *sl = strchr(pi->name, '/');
+	char sub[NAME_MAX + 1];
+
+	if (p->made_dir && sl) {
+		snprintf(sub, sizeof(sub), "%.*s", (int)(sl - pi->name), pi->name);
+		unlinkat(set->dirfd, sub, AT_REMOVEDIR);
+	}
+	pg_cleanup_del(p->dreg);
+	p->dreg = -1;
+	p->made_dir = false;
+}
+
+/* Renames an image's temporary to its name; "SUB/NAME" into SUB, made
+ * here when missing and never followed when it is a symbolic link. */
+static int commit_file(pg_elfset *set, const struct pg_elf_image *pi, struct pend *p)
+{
+	const char *sl = strchr(pi->name, '/');
+	char sub[NAME_MAX + 1];
+	int subfd, ret;
+
+	if (!sl)
+		return pg_outfile_commit(&p->of, set->diag);
+	snprintf(sub, sizeof(sub), "%.*s", (int)(sl - pi->name), pi->name);
+	if (mkdirat(set->dirfd, sub, 0755) == 0) {
+		p->made_dir = true;
+		p->dreg = pg_cleanup_add(set->dirfd, sub, true);
+	} else if (errno != EEXIST) {
+		ret = pg_err(set->diag, -errno, "%s/%s: %s", set->dir, sub, strerror(errno));
+		pg_outfile_abort(&p->of);
+		return ret;
+	}
+	subfd = openat(set->dirfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (subfd < 0) {
+		int e = errno;
+		struct stat st;
+		/* O_NOFOLLOW | O_DIRECTORY on a symlink: ENOTDIR or ELOOP */
+		bool link = fstatat(set->dirfd, sub, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    S_ISLNK(st.st_mode);
+
+		ret = pg_err(set->diag, -e, "%s/%s: %s", set->dir, sub,
+			     link ? "is a symbolic link; not following it" : strerror(e));
+		pg_outfile_abort(&p->of);
+		return ret;
+	}
+	ret = pg_outfile_commit_at(&p->of, subfd, sl + 1, set->diag);
+	close(subfd);
+	return ret;
+}
+
 int pg_elfset_commit(pg_elfset *set)
 {
 	for (size_t i = 0; i < set->nimages; i++) {
@@ -224,11 +294,12 @@ int pg_elfset_commit(pg_elfset *set)
 		 * signal finds it unlisted); only names no file had are committed
 		 * here for inject, and elf commits with the signals blocked */
 		p->reg = pg_cleanup_add(set->dirfd, set->images[i].name, false);
-		ret = pg_outfile_commit(&p->of, set->diag);
+		ret = commit_file(set, &set->images[i], p);
 		p->pending = false;
 		if (ret) {
 			pg_cleanup_del(p->reg);
 			p->reg = -1;
+			drop_dir(set, &set->images[i], p);
 			set->images[i].written = false;
 			return ret;
 		}
@@ -243,6 +314,9 @@ void pg_elfset_keep(pg_elfset *set)
 		pg_cleanup_del(set->pend[i].reg);
 		set->pend[i].reg = -1;
 		set->pend[i].created = false;	/* discard leaves it too */
+		pg_cleanup_del(set->pend[i].dreg);
+		set->pend[i].dreg = -1;
+		set->pend[i].made_dir = false;
 	}
 }
 
@@ -255,6 +329,7 @@ void pg_elfset_discard(pg_elfset *set)
 			pg_outfile_abort(&p->of);
 		if (p->created)
 			unlinkat(set->dirfd, set->images[i].name, 0);
+		drop_dir(set, &set->images[i], p);
 		pg_cleanup_del(p->reg);
 		p->reg = -1;
 		p->pending = p->created = false;

@@ -42,15 +42,57 @@ static int cmp_addr(const void *a, const void *b, void *arg)
 
 struct region {
 	uint64_t lo, hi;	/* [lo, hi): every place of it */
+	uint64_t base;		/* with carry_live: every image's base, less its shift */
 	uint64_t next_lo;	/* the next region's lo, or UINT64_MAX */
 	uint64_t slot;		/* where the next image's tables go */
 	uint32_t *order;	/* its places in event order */
 	size_t n;
 };
 
+/* With carry_live, the images of a generation: one per family, the
+ * region (home) of the places' LOADs and the base that puts each at its
+ * LOAD's offset in that region's images (a MOVE's copy: its address less
+ * that offset). */
+struct famkey {
+	uint32_t home;		/* the region of its LOAD */
+	uint64_t base;		/* its image's base */
+	uint32_t at;		/* the place */
+	bool own;		/* of the generation, else carried */
+};
+
+/* The region's own image first (its LOADs' home and base), then by home
+ * and base; within one, its own places, then the carried ones, each in
+ * event order. */
+static int cmp_fam(const void *a, const void *b, void *arg)
+{
+	const struct famkey *x = a, *y = b, *m = arg;
+	bool xm = x->home == m->home && x->base == m->base;
+	bool ym = y->home == m->home && y->base == m->base;
+
+	if (xm != ym)
+		return xm ? -1 : 1;
+	if (x->home != y->home)
+		return x->home < y->home ? -1 : 1;
+	if (x->base != y->base)
+		return x->base < y->base ? -1 : 1;
+	if (x->own != y->own)
+		return x->own ? -1 : 1;
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
 /* One image of the memory layout: the places of one generation of a
- * region, plus the live code carried into it. */
+ * region, plus the live code carried into it.  With carry_live, a
+ * function has one file offset, its LOAD's less its home region's base,
+ * in every image it is in, and those images one file name (the home
+ * region's), each in a directory of its own (the generation's; a MOVE's
+ * copy, at another base, numbered after it): perf's dso short name and symbol start (what
+ * perf report --sort sym and dso,sym key rows on) are the same for all
+ * its copies, and perf shows one row for it as for perf inject's one
+ * file per function.  first: the generation's first place (nown may be
+ * 0 in an image of a shift only carried code has). */
 static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t gen,
+		     uint32_t mi, const struct region *home, uint32_t hi, uint64_t hbase,
+		     const struct mplace *first,
 		     const uint32_t *own, size_t nown, const uint32_t *carry, size_t ncarry)
 {
 	struct mplace *pl = set->places;
@@ -69,18 +111,28 @@ static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t ge
 	memcpy(mem, own, nown * sizeof(*mem));
 	memcpy(mem + nown, carry, ncarry * sizeof(*mem));
 	qsort_r(mem, nm, sizeof(*mem), cmp_addr, pl);
-	snprintf(name, sizeof(name), "%s-r%u-g%u.so", set->prefix, ri, gen);
+	if (!set->carry_live)
+		snprintf(name, sizeof(name), "%s-r%u-g%u.so", set->prefix, ri, gen);
+	else if (!mi)
+		snprintf(name, sizeof(name), "%s-r%u-g%u/%s-r%u.so", set->prefix, ri, gen,
+			 set->prefix, hi);
+	else
+		snprintf(name, sizeof(name), "%s-r%u-g%u-m%u/%s-r%u.so", set->prefix, ri, gen,
+			 mi, set->prefix, hi);
 	ret = pg_files_new_image(set, name, &im);
 	if (ret)
 		goto out;
 	im->memory = true;
-	lowest = pl[mem[0]].addr;
 	/* the lowest function right after the headers, on its own 64-byte
-	 * phase; the PT_LOAD (and libdw's module) starts at that line */
+	 * phase; the PT_LOAD (and libdw's module) starts at that line.  With
+	 * carry_live the region's lowest, for every image of it (below this
+	 * image's own lowest function: a hole) */
+	lowest = set->carry_live ? home->lo : pl[mem[0]].addr;
 	off0 = pg_align(pg_emit_headers_end(set), 64) + (lowest & 63);
-	base = lowest - off0;
-	im->text_off = im->text_end = off0;
+	base = set->carry_live ? hbase : lowest - off0;
 	im->load_off = off0 & ~(uint64_t)63;
+	/* .text from the image's own lowest function */
+	im->text_off = im->text_end = pl[mem[0]].addr - base;
 	for (size_t i = 0; i < nm; i++) {
 		const struct mplace *p = &pl[mem[i]];
 		const struct mrec *r = &set->recs[p->rec];
@@ -168,8 +220,6 @@ static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t ge
 	/* its maps: the carried code and the tables when the generation
 	 * starts, then each place of its own */
 	{
-		const struct mplace *first = &pl[own[0]];
-
 		for (size_t i = 0; i < ncarry; i++) {
 			const struct mplace *p = &pl[carry[i]];
 
@@ -221,6 +271,91 @@ out:
 	free(t.ents);
 	pg_files_free_image(im);
 	free(mem);
+	return ret;
+}
+
+/* The images of generation gen of region ri: one image, or with
+ * carry_live one per family (struct famkey), the region's own first. */
+static int gen_images(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t gen,
+		      const uint32_t *home, uint64_t *room, const uint32_t *own, size_t nown,
+		      const uint32_t *carry, size_t ncarry)
+{
+	const struct mplace *pl = set->places, *first = &pl[own[0]];
+	struct famkey *k, main = { .home = ri, .base = rg[ri].base };
+	uint32_t *ids;
+	size_t n = nown + ncarry;
+	uint32_t mi = 0;
+	int ret = 0;
+
+	if (!set->carry_live)
+		return mem_image(set, &rg[ri], ri, gen, 0, NULL, ri, 0, first, own, nown,
+				 carry, ncarry);
+	k = malloc(n * sizeof(*k));
+	ids = malloc(n * sizeof(*ids));
+	if (!k || !ids) {
+		free(k);
+		free(ids);
+		return pg_err(set->diag, -ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint32_t at = i < nown ? own[i] : carry[i - nown];
+		const struct mplace *p = &pl[at];
+		const struct mrec *r = &set->recs[p->rec];
+		uint32_t h = home[p->rec];
+
+		/* p->addr less the offset its LOAD has in its home's images */
+		k[i] = (struct famkey){ .home = h, .base = p->addr - (r->addr - rg[h].base),
+					.at = at, .own = i < nown };
+	}
+	qsort_r(k, n, sizeof(*k), cmp_fam, &main);
+	/* an image at another base spans the region again (holes): within
+	 * what the layout's bound leaves (room), else its copies stay in the
+	 * region's own image, at their own offsets (rows apart in perf) */
+	{
+		bool folded = false;
+		uint64_t span = rg[ri].slot - rg[ri].lo + (1 << 12);
+
+		for (size_t s = 0, e; s < n; s = e) {
+			bool mine = k[s].home == main.home && k[s].base == main.base;
+
+			for (e = s; e < n && k[e].home == k[s].home && k[e].base == k[s].base; e++)
+				;
+			if (mine)
+				continue;
+			if (span <= *room) {
+				*room -= span;
+				continue;
+			}
+			for (size_t i = s; i < e; i++) {
+				k[i].home = main.home;
+				k[i].base = main.base;
+			}
+			folded = true;
+		}
+		if (folded) {
+			if (!set->fold_warned)
+				pg_warn(set->diag, "%s: MOVEs past the layout's bound: their copies are at their own offsets, and perf report shows them as rows apart",
+					set->dump_name);
+			set->fold_warned = true;
+			qsort_r(k, n, sizeof(*k), cmp_fam, &main);
+		}
+	}
+	for (size_t s = 0, e; s < n && !ret; s = e, mi++) {
+		size_t no = 0, nc = 0;
+
+		for (e = s; e < n && k[e].home == k[s].home && k[e].base == k[s].base; e++)
+			;
+		for (size_t i = s; i < e; i++)
+			if (k[i].own)
+				ids[no++] = k[i].at;
+		for (size_t i = s; i < e; i++)
+			if (!k[i].own)
+				ids[no + nc++] = k[i].at;
+		ret = mem_image(set, &rg[ri], ri, gen, mi, &rg[k[s].home], k[s].home, k[s].base,
+				first, ids, no, ids + no, nc);
+	}
+	free(k);
+	free(ids);
 	return ret;
 }
 
@@ -329,9 +464,10 @@ int pg_plan_memory(pg_elfset *set)
 	struct mplace *pl = set->places;
 	size_t n = set->nplaces, nreg = 0, ngens = 0, nb = 0;
 	uint32_t *byaddr = NULL, *order = NULL, *carry = NULL, *live = NULL, *nlive = NULL;
+	uint32_t *home = NULL;
 	struct region *rg = NULL;
 	uint64_t code = 0, moved = 0, meta = 0, meta_moved = 0, spread = 0, carried = 0;
-	uint64_t carried_meta = 0;
+	uint64_t carried_meta = 0, room;
 	bool budget_warned = false, carry_live = set->carry_live;
 	const char *why = NULL;
 	int ret = 0;
@@ -344,7 +480,8 @@ int pg_plan_memory(pg_elfset *set)
 	carry = malloc(n * sizeof(*carry));
 	live = malloc(n * sizeof(*live));
 	nlive = malloc(n * sizeof(*nlive));
-	if (!byaddr || !order || !rg || !carry || !live || !nlive) {
+	home = malloc((set->nrecs ? set->nrecs : 1) * sizeof(*home));
+	if (!byaddr || !order || !rg || !carry || !live || !nlive || !home) {
 		ret = pg_err(set->diag, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -381,6 +518,8 @@ int pg_plan_memory(pg_elfset *set)
 			rg[nreg - 1].hi = end;
 		p->region = (uint32_t)(nreg - 1);
 		rg[nreg - 1].n++;
+		if (!p->move)
+			home[p->rec] = p->region;	/* a LOAD's place: its rec's home */
 	}
 	/* each region's places in event order */
 	{
@@ -391,6 +530,8 @@ int pg_plan_memory(pg_elfset *set)
 			at += rg[r].n;
 			rg[r].n = 0;
 			rg[r].slot = pg_align(rg[r].hi, 16);
+			rg[r].base = rg[r].lo - (pg_align(pg_emit_headers_end(set), 64) +
+						 (rg[r].lo & 63));
 		}
 		for (size_t i = 0; i < n; i++) {
 			struct region *g = &rg[pl[i].region];
@@ -458,6 +599,11 @@ int pg_plan_memory(pg_elfset *set)
 		ret = 1;
 		goto out;
 	}
+	/* what the images at other bases (MOVE copies, carry_live) may
+	 * span: the rest of the spread's bound */
+	room = sat_add(code, 1ull << 20);
+	room = room > UINT64_MAX / SPREAD_FACTOR ? UINT64_MAX : SPREAD_FACTOR * room;
+	room = room > spread ? room - spread : 0;
 	if (carry_live && ngens > CARRY_GENERATIONS) {
 		pg_warn(set->diag, "%s: %zu generations of reused code: live code is not carried into newer images; perf's libdw unwinder may stop at frames of older ones",
 			set->dump_name, ngens);
@@ -506,7 +652,8 @@ int pg_plan_memory(pg_elfset *set)
 				if (!covered)
 					nlive[nn++] = live[i];
 			}
-			ret = mem_image(set, g, (uint32_t)r, k, g->order + s, e - s, carry, nc);
+			ret = gen_images(set, rg, (uint32_t)r, k, home, &room, g->order + s,
+					 e - s, carry, nc);
 			for (size_t i = s; i < e && carry_live; i++) {
 				struct mplace *q = &pl[g->order[i]];
 
@@ -541,6 +688,7 @@ int pg_plan_memory(pg_elfset *set)
 					  .name = r->name };
 	}
 out:
+	free(home);
 	free(byaddr);
 	free(order);
 	free(rg);

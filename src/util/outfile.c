@@ -89,6 +89,12 @@ int pg_outfile_finish(struct pg_outfile *f, struct pg_diag *d)
 
 int pg_outfile_commit(struct pg_outfile *f, struct pg_diag *d)
 {
+	return pg_outfile_commit_at(f, f->dirfd, f->name, d);
+}
+
+int pg_outfile_commit_at(struct pg_outfile *f, int todirfd, const char *toname,
+			 struct pg_diag *d)
+{
 	int ret = pg_outfile_finish(f, d);
 
 	/* an input that changed while it was read may be in these bytes */
@@ -102,8 +108,8 @@ int pg_outfile_commit(struct pg_outfile *f, struct pg_diag *d)
 		return 0;
 	/* rename gives the name a new inode: a hard link that perf's build-id
 	 * cache holds to an earlier image keeps the earlier bytes. */
-	if (renameat(f->dirfd, f->tmpname, f->dirfd, f->name) < 0) {
-		ret = pg_err(d, -errno, "cannot rename to '%s': %s", f->name, strerror(errno));
+	if (renameat(f->dirfd, f->tmpname, todirfd, toname) < 0) {
+		ret = pg_err(d, -errno, "cannot rename to '%s': %s", toname, strerror(errno));
 		pg_outfile_abort(f);
 		return ret;
 	}

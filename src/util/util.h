@@ -124,6 +124,10 @@ int pg_outfile_open(struct pg_outfile *f, int dirfd, const char *name,
 int pg_outfile_finish(struct pg_outfile *f, struct pg_diag *d);
 /* Finishes (if needed) and renames the temporary into place. */
 int pg_outfile_commit(struct pg_outfile *f, struct pg_diag *d);
+/* The same, renamed to toname in the directory todirfd (on the same file
+ * system) instead of its own name. */
+int pg_outfile_commit_at(struct pg_outfile *f, int todirfd, const char *toname,
+			 struct pg_diag *d);
 void pg_outfile_abort(struct pg_outfile *f);
 /* pwrite() of all n bytes at off, through EINTR and short writes: 0, or
  * -1 with errno set (ENOSPC for a write that wrote nothing). */
