@@ -33,6 +33,9 @@ sys.path.insert(0, HERE)
 import perf_fixture as pf  # noqa: E402
 
 LATE_JS = os.path.join(HERE, "fixtures", "perf", "late.js")
+TESTJIT = os.path.join(os.path.dirname(os.path.abspath(pf.PERFGRAFT)),
+                       "tests", "testjit")
+INLINEJIT = os.path.join(os.path.dirname(TESTJIT), "inlinejit")
 ROW = re.compile(r"^\s*(\d+)\s+(\S+)\s+\[(.)\]\s(.*?)\s*$")
 
 
@@ -58,26 +61,42 @@ def rows(text):
     return out
 
 
-class LivePipe(unittest.TestCase):
+class _Pipe:
+    """One program recorded in pipe mode, as the module's docstring says.
+    Subclasses set PROGRAM, MODE ("fp" or "dwarf") and ARGV(cls) -> argv
+    run under perf record in the run's directory, and check_top(ref)."""
+    PROGRAM = None
+    MODE = "fp"
+    ENV = None
+
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="perfgraft-inject-live.")
+        cls.tmp = tempfile.mkdtemp(prefix="perfgraft-inject-live-%s." % cls.PROGRAM)
+        try:
+            cls._setup()
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def _setup(cls):
         cls.dir = os.path.join(cls.tmp, "run")
         cls.bid = os.path.join(cls.tmp, "debug")
         os.makedirs(cls.dir)
         os.makedirs(cls.bid)
-        shutil.copy(LATE_JS, os.path.join(cls.dir, "late.js"))
-        rec = pf.perf_cmd(cls.bid, "record", "-N", "-q", "-k", "mono", "-g",
-                          "-e", "cpu-clock", "-o", "-", "--", pf.NODE,
-                          "--perf-prof", "--perf-prof-unwinding-info",
-                          "late.js")
-        inj = [pf.PERFGRAFT, "inject", "-i", "-", "-o", "-"]
+        argv = cls.argv()
+        rec = pf.perf_cmd(cls.bid, "record", "-N", "-q", "-k", "mono",
+                          *pf.call_graph_args(cls.MODE),
+                          "-e", "cpu-clock", "-o", "-", "--", *argv)
+        # perfgraft inject writes perf's build-id cache: the run's, not ~/.debug
+        inj = [pf.PERFGRAFT, "inject", "-i", "-", "-o", "-", "--buildid-dir",
+               cls.bid]
         cls.line = "%s | tee rec.pipe | %s > live.pipe" % (pf.shell(rec),
                                                            pf.shell(inj))
         with open(os.path.join(cls.dir, "live.pipe"), "wb") as out, \
                 tempfile.TemporaryFile() as e1, tempfile.TemporaryFile() as e2:
             p1 = subprocess.Popen(rec, cwd=cls.dir, stdout=subprocess.PIPE,
-                                  stderr=e1)
+                                  stderr=e1, env=cls.ENV)
             p2 = subprocess.Popen(["tee", "rec.pipe"], cwd=cls.dir,
                                   stdin=p1.stdout, stdout=subprocess.PIPE)
             p1.stdout.close()
@@ -98,7 +117,7 @@ class LivePipe(unittest.TestCase):
                            stdout=o, stderr=subprocess.DEVNULL, check=True,
                            timeout=pf.TIMEOUT)
         pf.run([pf.PERFGRAFT, "inject", "-q", "-i", "rec.pipe", "-o",
-                "file.data"], cwd=cls.dir)
+                "file.data", "--buildid-dir", cls.bid], cwd=cls.dir)
 
     @classmethod
     def tearDownClass(cls):
@@ -114,10 +133,7 @@ class LivePipe(unittest.TestCase):
     def test_live_pipe_rows_as_file_and_perf(self):
         live, ref, filed = (self.report(n) for n in
                             ("live.pipe", "ref.pipe", "file.data"))
-        top = max(ref.items(), key=lambda kv: kv[1])
-        self.assertEqual(top[0][0], "[jit]", "perf inject --jit's top row "
-                         "is not JIT code: %s" % (top,))
-        self.assertTrue(top[0][1].startswith("JS:*fib"), top)
+        self.check_top(ref)
         live_top = sorted(live.items(), key=lambda kv: -kv[1])[:5]
         diff = sorted(set(live.items()) ^ set(ref.items()),
                       key=lambda kv: -kv[1])[:12]
@@ -126,6 +142,23 @@ class LivePipe(unittest.TestCase):
                          "pipe: %s; differing rows: %s)\ncommand: %s\n%s"
                          % (live_top, diff, self.line, self.inject_err))
         self.assertEqual(live, filed, "pipe and file outputs differ")
+
+
+class LivePipe(_Pipe, unittest.TestCase):
+    """node late.js: fib compiled after the first second."""
+    PROGRAM = "node"
+
+    @classmethod
+    def argv(cls):
+        shutil.copy(LATE_JS, os.path.join(cls.dir, "late.js"))
+        return [pf.NODE, "--perf-prof", "--perf-prof-unwinding-info",
+                "late.js"]
+
+    def check_top(self, ref):
+        top = max(ref.items(), key=lambda kv: kv[1])
+        self.assertEqual(top[0][0], "[jit]", "perf inject --jit's top row "
+                         "is not JIT code: %s" % (top,))
+        self.assertTrue(top[0][1].startswith("JS:*fib"), top)
 
     def test_pipe_images_in_a_directory_of_the_run(self):
         self.assertFalse(os.path.exists(os.path.join(self.dir,
@@ -141,6 +174,7 @@ class LivePipe(unittest.TestCase):
         bound = 64 << 10
         _, _, err, _ = pf.run([pf.PERFGRAFT, "inject", "-i", "rec.pipe",
                                "-o", "-", "--image-dir", "held.d",
+                               "--buildid-dir", self.bid,
                                "--live-hold", str(bound / 1048576.0),
                                "--live-wait", "86400"],
                               cwd=self.dir)
@@ -151,6 +185,75 @@ class LivePipe(unittest.TestCase):
                              bound + 65536 + 200, err)
         self.assertGreater(int(m.group(2)), 0, err)
         self.assertIn("--live-hold", err)
+
+
+def built(path):
+    """Skips a class whose program is not built or not for this machine
+    (the JITs of tests/jit/ generate x86-64 code only: exit 77)."""
+    if not os.access(path, os.X_OK):
+        raise unittest.SkipTest("%s is not built" % path)
+    if subprocess.run([path], stdout=subprocess.DEVNULL,
+                      stderr=subprocess.DEVNULL).returncode == 77:
+        raise unittest.SkipTest("%s generates x86-64 code only" % path)
+    return path
+
+
+class _Testjit(_Pipe):
+    """testjit run -c (tests/jit/testjit.c): four functions, then
+    jit_spin_a MOVEd and run again, the MOVE written ~4*MS ms after the
+    LOADs."""
+    PROGRAM = "testjit"
+    MS = 300
+
+    @classmethod
+    def argv(cls):
+        cls.ENV = dict(os.environ, HOME=os.path.join(cls.tmp, "home"))
+        cls.ENV.pop("JITDUMPDIR", None)
+        cls.ENV.pop("TESTJIT_DIR", None)
+        return [built(TESTJIT), "run", "-c", "-m", str(cls.MS)]
+
+    def check_top(self, ref):
+        jit = {k[1] for k in ref if k[0] == "[jit]"}
+        self.assertEqual(jit, {"jit_spin_a", "jit_spin_b", "jit_spin_c",
+                               "jit_spin_cfi"}, ref)
+
+
+class LivePipeTestjit(_Testjit, unittest.TestCase):
+    MODE = "fp"
+    MS = 1000       # the dump surely read once before the MOVE is written
+
+    # KNOWN BUG (inject.c load_dump, live parts): a MOVE read in a later
+    # part than its LOAD finds no LOAD of its code_index in that part's set
+    # and is ignored ("4 LOAD, 0 MOVE"): the moved copy's samples are
+    # [unknown].  Remove the decorator with the fix.
+    @unittest.expectedFailure
+    def test_live_pipe_rows_as_file_and_perf(self):
+        super().test_live_pipe_rows_as_file_and_perf()
+
+
+class LivePipeTestjitDwarf(_Testjit, unittest.TestCase):
+    MODE = "dwarf"
+
+    # KNOWN BUGS: the MOVE one above, and: the dump is not written between
+    # the LOADs and the MOVE, so samples wait until the 64 MiB --live-hold
+    # bound (reached in ~1 s with user stacks) and go out as "anon" rows
+    # although their code was read.  Remove the decorator with the fixes.
+    @unittest.expectedFailure
+    def test_live_pipe_rows_as_file_and_perf(self):
+        super().test_live_pipe_rows_as_file_and_perf()
+
+
+class LivePipeInlinejit(_Pipe, unittest.TestCase):
+    """inlinejit (tests/jit/inlinejit.c): one function with INLINE_INFO."""
+    PROGRAM = "inlinejit"
+
+    @classmethod
+    def argv(cls):
+        return [built(INLINEJIT), ".", "600"]
+
+    def check_top(self, ref):
+        top = max(ref.items(), key=lambda kv: kv[1])
+        self.assertEqual(top[0], ("[jit]", "jit_outer"), ref)
 
 
 if __name__ == "__main__":
