@@ -219,28 +219,10 @@ class _Testjit(_Pipe):
 
 
 class LivePipeTestjit(_Testjit, unittest.TestCase):
+    """The MOVE comes in a later read than its LOAD (inject.c's
+    live_wanted gives that read the LOAD again)."""
     MODE = "fp"
     MS = 1000       # the dump surely read once before the MOVE is written
-
-    # KNOWN BUG (inject.c load_dump, live parts): a MOVE read in a later
-    # part than its LOAD finds no LOAD of its code_index in that part's set
-    # and is ignored ("4 LOAD, 0 MOVE"): the moved copy's samples are
-    # [unknown].  Remove the decorator with the fix.
-    @unittest.expectedFailure
-    def test_live_pipe_rows_as_file_and_perf(self):
-        super().test_live_pipe_rows_as_file_and_perf()
-
-
-class LivePipeTestjitDwarf(_Testjit, unittest.TestCase):
-    MODE = "dwarf"
-
-    # KNOWN BUGS: the MOVE one above, and: the dump is not written between
-    # the LOADs and the MOVE, so samples wait until the 64 MiB --live-hold
-    # bound (reached in ~1 s with user stacks) and go out as "anon" rows
-    # although their code was read.  Remove the decorator with the fixes.
-    @unittest.expectedFailure
-    def test_live_pipe_rows_as_file_and_perf(self):
-        super().test_live_pipe_rows_as_file_and_perf()
 
 
 class LivePipeInlinejit(_Pipe, unittest.TestCase):

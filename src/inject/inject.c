@@ -463,6 +463,36 @@ static int finish_dump(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool a
 	return ret;
 }
 
+/* A later read of a live dump, before it reads: the code indexes that
+ * its new MOVEs and UNLOADs name (events from done on), into ids, and
+ * how many events the dump holds now, *n: the read takes no more, since
+ * the JIT may write on in between.  An earlier read injected the LOADs of
+ * those indexes in its own set; this read's set takes them again (the
+ * same code at the same address), so that the MOVE has its code to map. */
+static int live_wanted(const char *path, uint64_t done, struct pg_diag *dd,
+		       struct pg_u64map *ids, uint64_t *n)
+{
+	pg_code_source *src;
+	struct pg_code_event ev;
+	pg_warn_fn warn = dd->warn;
+	uint64_t k = 0;
+	int ret;
+
+	dd->warn = NULL;	/* the read itself says what is wrong, once */
+	ret = pg_code_open(path, dd, &src);
+	if (!ret)
+		while ((ret = pg_code_next(src, &ev)) > 0)
+			if (k++ >= done && (ev.kind == PG_CODE_MOVE || ev.kind == PG_CODE_UNLOAD) &&
+			    !pg_u64map_put(ids, ev.id, NULL)) {
+				ret = pg_err(dd, -ENOMEM, "out of memory");
+				break;
+			}
+	pg_code_close(src);
+	dd->warn = warn;
+	*n = k;
+	return ret < 0 ? ret : 0;
+}
+
 /* Reads one dump: writes its images and queues its MMAP2 records.  A
  * dump that cannot be used (damaged, wrong clock) is a warning and the
  * rest goes on; an image that cannot be written (a full disk) fails the
@@ -487,10 +517,13 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 	char prefix[64];
 	bool arch, fatal = false;
 	pg_warn_fn warn = dd->warn;
-	uint64_t nev = 0, last = 0;
+	uint64_t nev = 0, last = 0, limit = UINT64_MAX;
+	struct pg_u64map wanted = PG_U64MAP_INIT(1);
 	int ret;
 
 	dd->err[0] = '\0';	/* whatever fails below says why there, or in j->diag */
+	if (lv && lv->nev && (ret = live_wanted(path, lv->nev, dd, &wanted, &limit)) < 0)
+		goto fail;
 	if (!j->attrs_checked)
 		check_attrs(j);
 	eo.carry_live = j->user_stacks;
@@ -544,9 +577,21 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 	while ((ret = pg_code_next(src, &rec)) > 0) {
 		struct pg_elf_place pl;
 
+		if (nev >= limit) {	/* written since live_wanted(): the next read's */
+			ret = 0;
+			break;
+		}
 		last = rec.time;
-		if (lv && nev++ < lv->nev)	/* injected by an earlier read */
+		if (lv && nev++ < lv->nev) {	/* injected by an earlier read */
+			if (rec.kind != PG_CODE_LOAD || !pg_u64map_get(&wanted, rec.id))
+				continue;
+			/* again, for a MOVE or UNLOAD of this read (live_wanted) */
+			ret = pg_elfset_add_since(set, &rec, pg_code_since(src), &pl);
+			if (ret < 0)
+				goto fail;
+			ret = 1;
 			continue;
+		}
 		ret = pg_elfset_add_since(set, &rec, pg_code_since(src), &pl);
 		if (ret < 0)
 			goto fail;
@@ -625,6 +670,7 @@ fail:
 	pg_warn(j->diag, "%s; this dump is not injected", dd->err);
 	ret = 0;
 out:
+	pg_u64map_free(&wanted);
 	pg_elfset_free(set);
 	pg_code_close(src);
 	return ret;
