@@ -7,7 +7,7 @@ real LLVM 14 XRay traces converted by `perfgraft xray`.
     1, account on the YAML, because account on a raw multi-threaded trace is
     unreliable), in text mode (6 decimals) and CSV mode (%e), to the
     character; names included.
-(b) With TRACEEVENT_PLUGIN_DIR=<build dir>, perf script prints every
+(b) With TRACEEVENT_PLUGIN_DIR=<build dir>/src/xray, perf script prints every
     xray:function_entry/function_exit/tail_exit event as an indented
     call-graph line; without it, the events' print fmt (id=... depth=...).
 (c) CSV mode and the sort/order/top options behave like account's.
@@ -338,10 +338,10 @@ class XrayScripts(unittest.TestCase):
         return [ln for ln in r.stdout.splitlines() if self.EVENT.search(ln)]
 
     def plugin_dir(self):
-        """A directory holding only the plugin of the build dir (perf would
-        try every .so of the build dir itself, libperfgraft.so included,
-        and warn about them)."""
-        plugin = os.path.join(BUILD, "plugin_xray.so")
+        """A directory holding only the plugin of the build dir (its own
+        build directory, src/xray/, holds it alone too; test_install.py
+        checks that perf takes that one as it is)."""
+        plugin = os.path.join(BUILD, "src", "xray", "plugin_xray.so")
         if not os.path.isfile(plugin):
             if os.path.isfile(os.path.join(BUILD, "build.ninja")):
                 self.fail("%s was not built" % plugin)

@@ -38,7 +38,9 @@
  * pick temporary file names with rand(), which advances the process's
  * rand() sequence; "-" paths read standard input or write standard
  * output; a compressing perf.data writer runs worker threads of its own
- * (see perfdata.h).  No function but pg_install_sigbus_handler() installs
+ * (see perfdata.h); the XRay map (pg_xray_map_open*) demangles C++ and
+ * Rust names with libstdc++'s __cxa_demangle, dlopen()ing libstdc++.so.6
+ * the first time a name needs it (never closed).  No function but pg_install_sigbus_handler() installs
  * signal handlers, and none changes the locale or the working directory;
  * only the jitdump writer reads the environment ($JITDUMPDIR, $HOME, the
  * local date: see jitwriter.h).

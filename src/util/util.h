@@ -22,6 +22,11 @@ typedef void (*pg_err_hook_fn)(struct pg_diag *d, int err);
 extern _Atomic(pg_err_hook_fn) pg_err_hook;
 void pg_warn(struct pg_diag *d, const char *fmt, ...) PG_PRINTF(2, 3);
 
+/* A symbol's name as perf shows it (util/demangle.c): C++ demangled with
+ * its parameters, Rust legacy names without their hash; other names as
+ * they are.  malloc()ed; NULL when out of memory. */
+char *pg_demangle(const char *name);
+
 /* Growable byte buffer that encodes integers in a chosen byte order. */
 struct pg_buf {
 	uint8_t *p;

@@ -24,9 +24,6 @@
 #include "util/util.h"
 #include "xray/mapyaml.h"
 
-/* libstdc++'s demangler (C linkage); perf and llvm-xray show C++ names
- * demangled with their parameter lists, and so do we. */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 struct sym {
 	uint64_t addr, size;
@@ -503,19 +500,6 @@ static int read_map(pg_xray_map *m, struct pg_diag *diag)
 	return ret;
 }
 
-static char *demangle(const char *s)
-{
-	int status = -1;
-	char *d = NULL;
-
-	if (s[0] == '_' && s[1] == 'Z')
-		d = __cxa_demangle(s, NULL, NULL, &status);
-	if (d && status == 0)
-		return d;
-	free(d);
-	return strdup(s);
-}
-
 /* Code ranges of the compile units.  clang emits no .debug_aranges, and
  * libdw's dwarf_addrdie relies on them (elfutils 0.188), so the CUs are
  * found from their own low/high_pc and ranges. */
@@ -637,7 +621,7 @@ static int name_funcs(pg_xray_map *m, struct pg_diag *diag)
 		if (s) {
 			f->linkage_name = strdup(s->name);
 			f->size = s->size;
-			name = demangle(s->name);
+			name = pg_demangle(s->name);	/* as perf names it */
 			if (s->addr != f->addr && name) {	/* inside another symbol */
 				char *tmp;
 
@@ -737,7 +721,7 @@ static int read_yaml(pg_xray_map *m, const char *buf, size_t len, struct pg_diag
 
 		f->line = 0;
 		if (f->linkage_name) {
-			name = demangle(f->linkage_name);
+			name = pg_demangle(f->linkage_name);
 			if (name && !strcmp(name, f->linkage_name) &&
 			    strncmp(f->linkage_name, "_Z", 2)) {	/* not a symbol's name */
 				free((char *)f->linkage_name);
