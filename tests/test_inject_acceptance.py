@@ -405,7 +405,10 @@ class InjectFramePointer(_InjectCase, unittest.TestCase):
             self.fail("g: the second output perf.pg2.data reports "
                       "differently from the first:\n%s" % fmt_diffs(d))
 
-    def test_missing_dump_is_a_warning(self):
+    def test_missing_dump_is_an_error(self):
+        """The recording's only dump is gone: nothing can be injected, so
+        the run fails (issue 25; perf inject --jit fails too) naming the
+        dump and --jitdump-dir, and writes no output."""
         self.need_ours()
         hidden = self.rec.dump + ".hidden"
         os.rename(self.rec.dump, hidden)
@@ -415,12 +418,13 @@ class InjectFramePointer(_InjectCase, unittest.TestCase):
             rc, _, err, _ = pf.run(cmd, cwd=self.rec.dir, check=False)
         finally:
             os.rename(hidden, self.rec.dump)
-        self.assertEqual(rc, 0, "`%s` with %s missing exited %d; stderr:\n%s"
+        self.assertEqual(rc, 1, "`%s` with %s missing exited %d; stderr:\n%s"
                          % (pf.shell(cmd), self.rec.dump, rc, pf.tail(err)))
         self.assertIn(os.path.basename(self.rec.dump), err,
-                      "the warning does not name the missing dump; stderr:"
+                      "the error does not name the missing dump; stderr:"
                       "\n%s" % pf.tail(err))
-        self.assertTrue(os.path.isfile(self.rec.path("perf.nodump.data")))
+        self.assertIn("--jitdump-dir", err)
+        self.assertFalse(os.path.exists(self.rec.path("perf.nodump.data")))
 
 
 class InjectDwarf(_InjectCase, unittest.TestCase):

@@ -483,7 +483,9 @@ class Shrinking(Tmp):
         os.mkdir(os.path.join(self.t, "in"))
         dump = os.path.join(self.t, "in", "gen.dump")
         self.gen_dump(dump)
-        rc, err = self.run_blocked([PERFGRAFT, "inject", "-q", "--layout", layout, "-i", "perf.data",
+        # -v: the dump's warnings are what block on the full stderr pipe
+        # (-q prints errors only)
+        rc, err = self.run_blocked([PERFGRAFT, "inject", "-v", "--layout", layout, "-i", "perf.data",
                                     "--jitdump", "in/gen.dump", "-o", "out.data"], 2, dump, 4096)
         self.assertEqual(rc, 1, err)
         self.assertEqual(errors(err), ["perfgraft: in/gen.dump: changed while being read"], err)

@@ -175,7 +175,8 @@ class StdoutErrors(unittest.TestCase):
         pd.sample(jitdump_gen.BASE64 + 8, 4242, 4242, 5000)
         pd.finished_round()
         pd.write(os.path.join(d, "two.data"))
-        args = ["inject", "-q", "--layout", "per-function", "--image-dir",
+        # -v, not -q: -q prints errors only, and the warning is looked for
+        args = ["inject", "-v", "--layout", "per-function", "--image-dir",
                 os.path.join(d, "imgs"), "-i", os.path.join(d, "two.data"), "-o", "-"]
         with open("/dev/full", "w") as full:
             p = self.run_pg(args, full)

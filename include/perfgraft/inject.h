@@ -125,6 +125,12 @@ struct pg_inject_stats {
  * and the exec anonymous maps the JIT code hid behind are dropped.  A dump
  * that cannot be used (missing, damaged, a clock that does not match the
  * input's) is a warning and counted in dumps_failed; the rest is injected.
+ * When no dump at all is injected and some were to be (dumps_failed is
+ * not zero), the run fails with -ENODATA, "nothing injected: " and the
+ * first dump's reason, before the output is committed (perf inject --jit
+ * fails there too); a recording with no marker and no jitdumps is copied.
+ * A dump of jitdumps that cannot be opened, or is no jitdump, fails the
+ * run (its errno: -ENOENT, -EINVAL, ...), as a missing input does.
  * found, when set, is called (from the calling thread) with each dump
  * found through a marker before it is read.
  * progress is called from the calling thread, for file-mode input only.

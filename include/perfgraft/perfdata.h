@@ -274,7 +274,11 @@ struct pg_pdw_opts {
 typedef struct pg_pdw pg_pdw;
 
 /* path "-" writes standard output (always pipe mode; it is not closed).
- * A file is written beside its final name and renamed by pg_pdw_close();
+ * A file is written beside its final name and renamed by pg_pdw_close(),
+ * with mode 0600 less the umask as perf record and inject write
+ * perf.data (a profile holds addresses and command lines); there, as
+ * perf does, a non-empty file the rename replaces is kept as PATH.old
+ * (the commit alone renames it: a failed run leaves both names alone);
  * an existing device or FIFO is written in place, which file mode refuses
  * when it cannot seek (-ESPIPE: the header is written last).  opts is
  * copied; NULL gives the defaults.  opts->sz is the caller's

@@ -8,9 +8,18 @@
 #define EXIT_BADINPUT 1
 #define EXIT_USAGE 2
 
+struct cli_warn_kind;
+
+/* Warnings on stderr: -v (verbose) prints them all; -q (quiet) none, only
+ * errors; by default the first few of each kind (the same message but for
+ * its numbers and quoted names) and at most MAX_SHOWN in all, and
+ * cli_warnings_flush() says how many of each kind were left out. */
 struct cli_warnings {
 	unsigned verbose;
+	bool quiet;
 	unsigned long shown, hidden;
+	struct cli_warn_kind *kinds;
+	size_t nkinds, kinds_cap;
 	/* JSON mode: warnings are collected instead of printed */
 	bool collect;
 	char **list;

@@ -27,7 +27,8 @@ static void do_help(FILE *f)
 		   "                \"error\" holds the message)\n"
 		   "  --time-order  XRay: function and event records only, each thread's\n"
 		   "                buffers in time order, threads merged by time\n"
-		   "  -v            print every warning (default: the first 20)\n"
+		   "  -v            every warning (default: the first 3 of each\n"
+		   "                kind, at most 20)\n"
 		   "  -h, --help    this text\n");
 }
 

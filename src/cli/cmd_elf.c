@@ -42,8 +42,9 @@ static void do_help(FILE *f)
 		   "                      index, code_addr, size, image, pgoff, map_len, name)\n"
 		   "  --maps              print every map of the images as --list does, the kind\n"
 		   "                      first: LOAD, MOVE, TABLES (the merged unwind tables)\n"
-		   "  -q, --quiet         no summary on stderr\n"
-		   "  -v                  print every warning (default: the first 20)\n"
+		   "  -q, --quiet         errors only: no warnings, no summary\n"
+		   "  -v                  every warning (default: the first 3 of each\n"
+		   "                      kind, at most 20)\n"
 		   "  -h, --help          this text\n");
 }
 
@@ -135,7 +136,7 @@ int cmd_elf(int argc, char **argv)
 			break;
 		case 'l': list = true; break;
 		case OPT_MAPS: maps = true; break;
-		case 'q': quiet = true; break;
+		case 'q': quiet = w.quiet = true; break;
 		case 'v': w.verbose++; break;
 		case 'h': do_help(stdout); return 0;
 		default: do_help(stderr); return EXIT_USAGE;

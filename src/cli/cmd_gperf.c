@@ -36,8 +36,9 @@ static void do_help(FILE *f)
 		   "                        cum (default: every frame kept, the cum of\n"
 		   "                        google-pprof --no-auto-signal-frm)\n"
 		   "  --pipe                write pipe-mode perf.data into the file\n"
-		   "  -q, --quiet           no summary\n"
-		   "  -v                    print every warning (default: the first 20)\n"
+		   "  -q, --quiet           errors only: no warnings, no summary\n"
+		   "  -v                    every warning (default: the first 3 of each\n"
+		   "                        kind, at most 20)\n"
 		   "  -h, --help            this text\n", PG_GPERF_DEFAULT_MAX_SAMPLES);
 }
 
@@ -118,7 +119,7 @@ int cmd_gperf(int argc, char **argv)
 		}
 		case OPT_PPROF_FRAMES: go.pprof_frames = true; break;
 		case OPT_PIPE: go.pipe = true; break;
-		case 'q': quiet = true; break;
+		case 'q': quiet = w.quiet = true; break;
 		case 'v': w.verbose++; break;
 		case 'h': do_help(stdout); free(maps); return 0;
 		default: do_help(stderr); free(maps); return EXIT_USAGE;

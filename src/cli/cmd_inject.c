@@ -49,8 +49,9 @@ static void do_help(FILE *f)
 		   "  -N, --no-buildid-cache\n"
 		   "                        no build-id cache entries: the images are found by\n"
 		   "                        path only, while OUTPUT.d stays where it is\n"
-		   "  -q, --quiet           no summary\n"
-		   "  -v                    print every warning (default: the first 20)\n"
+		   "  -q, --quiet           errors only: no warnings, no summary\n"
+		   "  -v                    every warning (default: the first 3 of each\n"
+		   "                        kind, at most 20)\n"
 		   "  -h, --help            this text\n");
 }
 
@@ -160,7 +161,7 @@ int cmd_inject(int argc, char **argv)
 		}
 		case OPT_BUILDID_DIR: io.buildid_dir = optarg; break;
 		case 'N': io.no_buildid_cache = true; break;
-		case 'q': quiet = true; break;
+		case 'q': quiet = w.quiet = true; break;
 		case 'v': w.verbose++; break;
 		case 'h': do_help(stdout); free(dumps); return 0;
 		default: do_help(stderr); free(dumps); return EXIT_USAGE;

@@ -29,8 +29,9 @@ static void do_help(FILE *f)
 		   "                      /tmp/perf-PID.map\n"
 		   "  --time TIME         the code live at TIME (ns, or seconds as perf\n"
 		   "                      script prints them) instead of at the end\n"
-		   "  -q, --quiet         no summary on stderr\n"
-		   "  -v                  print every warning (default: the first 20)\n"
+		   "  -q, --quiet         errors only: no warnings, no summary\n"
+		   "  -v                  every warning (default: the first 3 of each\n"
+		   "                      kind, at most 20)\n"
 		   "  -h, --help          this text\n");
 }
 
@@ -77,7 +78,7 @@ int cmd_perf_map(int argc, char **argv)
 			}
 			break;
 		}
-		case 'q': quiet = true; break;
+		case 'q': quiet = cw.quiet = true; break;
 		case 'v': cw.verbose++; break;
 		case 'h': do_help(stdout); return 0;
 		default: do_help(stderr); return EXIT_USAGE;

@@ -37,8 +37,9 @@ static void do_help(FILE *f)
 		   "                      lines, not its base name (as perf script's option)\n"
 		   "  --symoff, --no-symoff  (--perf-script) add +0xOFF to names or not\n"
 		   "                      (default: as the input's resolved frames do)\n"
-		   "  -q, --quiet         no summary on stderr\n"
-		   "  -v                  print every warning (default: the first 20)\n"
+		   "  -q, --quiet         errors only: no warnings, no summary\n"
+		   "  -v                  every warning (default: the first 3 of each\n"
+		   "                      kind, at most 20)\n"
 		   "  -h, --help          this text\n");
 }
 
@@ -315,7 +316,7 @@ int cmd_symbolize(int argc, char **argv)
 		case OPT_FULL_PATH: so.full_source_path = true; break;
 		case OPT_SYMOFF: so.symoff = PG_SCRIPT_SYMOFF_ON; break;
 		case OPT_NO_SYMOFF: so.symoff = PG_SCRIPT_SYMOFF_OFF; break;
-		case 'q': quiet = true; break;
+		case 'q': quiet = w.quiet = true; break;
 		case 'v': w.verbose++; break;
 		case 'h': do_help(stdout); return 0;
 		default: do_help(stderr); return EXIT_USAGE;

@@ -41,8 +41,9 @@ static void do_help(FILE *f)
 		   "  --no-samples          events only\n"
 		   "  --pipe                write pipe-mode perf.data into the file\n"
 		   "  --functions           print the binary's instrumentation map and exit\n"
-		   "  -q, --quiet           no summary\n"
-		   "  -v                    print every warning (default: the first 20)\n"
+		   "  -q, --quiet           errors only: no warnings, no summary\n"
+		   "  -v                    every warning (default: the first 3 of each\n"
+		   "                        kind, at most 20)\n"
 		   "  -h, --help            this text\n", PG_XRAY_DEFAULT_FREQUENCY,
 		   PG_XRAY_DEFAULT_THIN_AFTER);
 }
@@ -171,7 +172,7 @@ int cmd_xray(int argc, char **argv)
 				xo.thin_after = UINT64_MAX;
 			break;
 		case OPT_FUNCTIONS: functions = true; break;
-		case 'q': quiet = true; break;
+		case 'q': quiet = w.quiet = true; break;
 		case 'v': w.verbose++; break;
 		case 'h': do_help(stdout); return 0;
 		default: do_help(stderr); return EXIT_USAGE;

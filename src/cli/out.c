@@ -9,31 +9,110 @@
 #include "cli/cli.h"
 #include "util/util.h"
 
-#define MAX_SHOWN 20		/* warnings printed before -v is needed */
+#define MAX_SHOWN 20	/* warnings printed before -v is needed */
+#define KIND_SHOWN 3	/* of one kind */
+#define MAX_KINDS 256	/* kinds told apart; later kinds count in hidden */
+#define KIND_QUOTE 100	/* bytes of a kind's first message its summary quotes */
 #define MAX_COLLECTED 1000	/* warnings kept for JSON output */
+
+struct cli_warn_kind {
+	char *key;		/* the message, its numbers and quoted names blanked */
+	char *first;		/* its first message */
+	unsigned long seen, hidden;
+};
+
+/* A warning's kind: the message with every run of digits (offsets,
+ * counts, pids, hex addresses) and every quoted name made '#', so that
+ * "offset 1919520: DEBUG_INFO has 8 entries" and "offset 1926907:
+ * DEBUG_INFO has 9 entries" are one kind. */
+static char *kind_key(const char *msg)
+{
+	size_t n = strlen(msg);
+	char *k = malloc(n + 1), *o = k;
+
+	if (!k)
+		return NULL;
+	for (const char *p = msg; *p;) {
+		if (*p >= '0' && *p <= '9') {
+			while ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') ||
+			       (*p >= 'A' && *p <= 'F') || *p == 'x')
+				p++;
+			*o++ = '#';
+		} else if (*p == '\'' && strchr(p + 1, '\'')) {
+			p = strchr(p + 1, '\'') + 1;
+			*o++ = '#';
+		} else {
+			*o++ = *p++;
+		}
+	}
+	*o = '\0';
+	return k;
+}
+
+/* msg's kind, added when new; NULL when there is no room */
+static struct cli_warn_kind *kind_of(struct cli_warnings *w, const char *msg)
+{
+	struct cli_warn_kind *kd;
+	char *key = kind_key(msg);
+
+	if (!key)
+		return NULL;
+	for (size_t i = 0; i < w->nkinds; i++)
+		if (!strcmp(w->kinds[i].key, key)) {
+			free(key);
+			return &w->kinds[i];
+		}
+	if (w->nkinds == MAX_KINDS ||
+	    !pg_grow((void **)&w->kinds, &w->kinds_cap, w->nkinds + 1, sizeof(*w->kinds))) {
+		free(key);
+		return NULL;
+	}
+	kd = &w->kinds[w->nkinds];
+	*kd = (struct cli_warn_kind){ .key = key, .first = strdup(msg) };
+	if (!kd->first) {
+		free(key);
+		return NULL;
+	}
+	w->nkinds++;
+	return kd;
+}
 
 static void on_warn(void *ctx, const char *msg)
 {
 	struct cli_warnings *w = ctx;
+	struct cli_warn_kind *kd;
 
 	if (w->collect) {
 		char *copy;
 
 		if (w->n == MAX_COLLECTED) {
 			w->dropped++;
-			return;
+			goto print;
 		}
 		copy = strdup(msg);
 		if (!copy || !pg_grow((void **)&w->list, &w->cap, w->n + 1, sizeof(*w->list))) {
 			free(copy);
 			w->dropped++;
-			return;
+			goto print;
 		}
 		w->list[w->n++] = copy;
 		/* and on stderr too, like every other command */
 	}
-	if (!w->verbose && w->shown >= MAX_SHOWN) {
-		w->hidden++;
+print:
+	if (w->quiet)
+		return;
+	if (w->verbose) {
+		fprintf(stderr, "perfgraft: warning: %s\n", msg);
+		return;
+	}
+	kd = kind_of(w, msg);
+	if (kd)
+		kd->seen++;
+	if (w->shown >= MAX_SHOWN || (kd && kd->seen > KIND_SHOWN) || !kd) {
+		if (kd)
+			kd->hidden++;
+		else
+			w->hidden++;
 		return;
 	}
 	w->shown++;
@@ -49,7 +128,29 @@ void cli_diag_init(struct pg_diag *d, struct cli_warnings *w)
 
 void cli_warnings_flush(struct cli_warnings *w)
 {
-	if (w->hidden)
+	for (size_t i = 0; i < w->nkinds; i++) {
+		struct cli_warn_kind *kd = &w->kinds[i];
+
+		if (kd->hidden && !w->quiet) {
+			size_t n = strlen(kd->first);
+
+			if (n > KIND_QUOTE) {	/* cut where a UTF-8 sequence starts */
+				n = KIND_QUOTE;
+				while (n && ((unsigned char)kd->first[n] & 0xc0) == 0x80)
+					n--;
+			}
+
+			fprintf(stderr, "perfgraft: warning: ... and %lu more like \"%.*s%s\" (-v shows them all)\n",
+				kd->hidden, (int)n, kd->first, kd->first[n] ? "..." : "");
+		}
+		free(kd->key);
+		free(kd->first);
+	}
+	free(w->kinds);
+	w->kinds = NULL;
+	w->nkinds = w->kinds_cap = 0;
+	w->shown = 0;
+	if (w->hidden && !w->quiet)
 		fprintf(stderr, "perfgraft: warning: %lu more warnings not shown (-v shows them all)\n",
 			w->hidden);
 	w->hidden = 0;

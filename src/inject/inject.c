@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +104,9 @@ struct inj {
 	size_t hq_head, hq_n, hq_cap;
 	uint64_t held_bytes, live_hold, live_wait_ns;
 	bool hold_warned;
+	/* why the first dump left out was left out: the run's error when
+	 * no dump at all is injected (pg_inject() fails then) */
+	char first_failed[PG_ERRMSG_MAX];
 };
 
 /* A dump read while its JIT still writes it (pipe-mode input).  Each
@@ -493,6 +497,18 @@ static int live_wanted(const char *path, uint64_t done, struct pg_diag *dd,
 	return ret < 0 ? ret : 0;
 }
 
+/* Keeps the first reason a dump was left out (see first_failed). */
+static void note_failed(struct inj *j, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (j->first_failed[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(j->first_failed, sizeof(j->first_failed), fmt, ap);
+	va_end(ap);
+}
+
 /* Reads one dump: writes its images and queues its MMAP2 records.  A
  * dump that cannot be used (damaged, wrong clock) is a warning and the
  * rest goes on; an image that cannot be written (a full disk) fails the
@@ -533,8 +549,16 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 	if (lv && !final)
 		dd->warn = NULL;
 	ret = pg_code_open(path, dd, &src);
-	if (ret)
+	if (ret) {
+		/* a dump named by --jitdump is an input like -i: one that
+		 * cannot be opened, or is no jitdump, fails the run */
+		if (by_hand) {
+			pg_err(j->diag, ret, "--jitdump %s", dd->err);
+			dd->err[0] = '\0';
+			fatal = true;
+		}
 		goto fail;
+	}
 	h = pg_code_process(src);
 	if (want_pid && h->pid != want_pid && (!lv || final))
 		pg_warn(j->diag, "%s: the dump says pid %u, its mmap was made by pid %u; using the dump's",
@@ -667,6 +691,7 @@ fail:
 		goto out;
 	}
 	j->st->dumps_failed++;
+	note_failed(j, "%s", dd->err);
 	pg_warn(j->diag, "%s; this dump is not injected", dd->err);
 	ret = 0;
 out:
@@ -920,6 +945,7 @@ static int on_marker(struct inj *j, const struct pg_pd_mmap *mm, bool *is_marker
 		return 0;
 	if (f.err) {
 		j->st->dumps_failed++;
+		note_failed(j, "%s: %s (--jitdump-dir DIR finds dumps that moved)", f.path, f.problem);
 		pg_warn(j->diag, "%s: %s; the JIT code of pid %u is not injected (--jitdump-dir DIR finds dumps that moved)",
 			f.path, f.problem, f.pid);
 		return 0;
@@ -1374,6 +1400,14 @@ static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 	if (!ret)
 		pg_elfset_budget_report(j.budget, diag);
 	st->cfi_compat = j.cfi_compat;
+	/* The recording mapped jitdumps (or --jitdump named some) and not one
+	 * of them could be injected: what was asked for is not done, as perf
+	 * inject --jit fails (exit 255) on a dump it cannot use.  Before the
+	 * commit, so the earlier output stays.  A recording with no JIT
+	 * process at all is copied as it is (perf inject --jit exits 0). */
+	if (!ret && st->dumps == 0 && st->dumps_failed)
+		ret = pg_err(diag, -ENODATA, "nothing injected: %s%s", j.first_failed,
+			     st->dumps_failed > 1 ? " (and every other dump was left out too: see the warnings)" : "");
 	/* The output's bytes first, then the images' names, then the
 	 * output's name: a run that fails or is killed before the end leaves
 	 * the earlier output and its images as they were. */

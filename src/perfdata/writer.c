@@ -469,7 +469,7 @@ int pg_pdw_open(const char *path, const struct pg_pdw_opts *user_opts,
 		}
 		w->dirfd = open(dirname(d), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		ret = w->dirfd < 0 ? pg_err(diag, -errno, "%s: %s", path, strerror(errno))
-				   : pg_outfile_open(&w->of, w->dirfd, basename(b), diag);
+				   : pg_outfile_open_mode(&w->of, w->dirfd, basename(b), 0600, true, diag);
 		/* what runs killed before their end left beside their outputs */
 		if (!ret)
 			pg_sweep_dead_temps(w->dirfd);

@@ -11,6 +11,12 @@
 int pg_outfile_open(struct pg_outfile *f, int dirfd, const char *name,
 		    struct pg_diag *d)
 {
+	return pg_outfile_open_mode(f, dirfd, name, 0644, false, d);
+}
+
+int pg_outfile_open_mode(struct pg_outfile *f, int dirfd, const char *name,
+			 unsigned mode, bool backup, struct pg_diag *d)
+{
 	size_t n = strlen(name), tsize = n + 40;
 	struct stat st;
 
@@ -31,6 +37,7 @@ int pg_outfile_open(struct pg_outfile *f, int dirfd, const char *name,
 		f->direct = true;
 		return 0;
 	}
+	f->backup = backup;
 	f->name = strdup(name);
 	f->tmpname = malloc(tsize);
 	if (!f->name || !f->tmpname) {
@@ -51,7 +58,7 @@ int pg_outfile_open(struct pg_outfile *f, int dirfd, const char *name,
 		 * name is this process's own, so removing it early is harmless) */
 		f->reg = pg_cleanup_add(dirfd, f->tmpname, false);
 		f->fd = openat(dirfd, f->tmpname,
-			       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+			       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
 		if (f->fd >= 0)
 			break;
 		int e = errno;
@@ -92,6 +99,77 @@ int pg_outfile_commit(struct pg_outfile *f, struct pg_diag *d)
 	return pg_outfile_commit_at(f, f->dirfd, f->name, d);
 }
 
+/* The rename into place, the replaced file kept as TONAME.old (perf's
+ * check_backup: any output name, only a non-empty file).  The old file
+ * gets a second, hidden name first and TONAME is replaced in one rename:
+ * the name never goes missing, and a failure before that rename leaves
+ * TONAME and TONAME.old as they were. */
+static int commit_backup(struct pg_outfile *f, int todirfd, const char *toname,
+			 struct pg_diag *d)
+{
+	size_t n = strlen(toname) + 40;
+	char *old = malloc(n), *keep = malloc(n);
+	long reg = -1;
+	bool kept = false;
+	struct stat st;
+	int ret = 0;
+
+	if (!old || !keep) {
+		ret = pg_err(d, -ENOMEM, "out of memory");
+		goto out;
+	}
+	snprintf(old, n, "%s.old", toname);
+	if (fstatat(todirfd, toname, &st, 0) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+		for (int tries = 0; tries < 100 && !kept; tries++) {
+			if (pg_tmpname(keep, n, old, (unsigned)rand() ^ (unsigned)tries) < 0)
+				break;
+			reg = pg_cleanup_add(todirfd, keep, false);
+			if (linkat(todirfd, toname, todirfd, keep, 0) == 0) {
+				kept = true;
+				break;
+			}
+			pg_cleanup_del(reg);
+			reg = -1;
+			if (errno != EEXIST)
+				break;
+		}
+		if (!kept) {
+			ret = pg_err(d, -errno, "cannot keep '%s' as '%s': %s", toname, old,
+				     strerror(errno));
+			goto out;
+		}
+	}
+	if (renameat(f->dirfd, f->tmpname, todirfd, toname) < 0) {
+		ret = pg_err(d, -errno, "cannot rename to '%s': %s", toname, strerror(errno));
+		goto out;
+	}
+	f->tmp_exists = false;
+	if (kept) {
+		/* the new output is in place: a failure here loses only the backup */
+		if (renameat(todirfd, keep, todirfd, old) < 0)
+			pg_warn(d, "cannot keep the earlier '%s' as '%s': %s", toname, old,
+				strerror(errno));
+		else
+			kept = false;
+	}
+out:
+	if (kept)
+		unlinkat(todirfd, keep, 0);
+	pg_cleanup_del(reg);
+	free(old);
+	free(keep);
+	if (ret) {
+		pg_outfile_abort(f);
+		return ret;
+	}
+	pg_cleanup_del(f->reg);
+	f->reg = -1;
+	free(f->tmpname);
+	free(f->name);
+	f->tmpname = f->name = NULL;
+	return 0;
+}
+
 int pg_outfile_commit_at(struct pg_outfile *f, int todirfd, const char *toname,
 			 struct pg_diag *d)
 {
@@ -106,6 +184,8 @@ int pg_outfile_commit_at(struct pg_outfile *f, int todirfd, const char *toname,
 	}
 	if (f->direct || !f->tmpname)
 		return 0;
+	if (f->backup)
+		return commit_backup(f, todirfd, toname, d);
 	/* rename gives the name a new inode: a hard link that perf's build-id
 	 * cache holds to an earlier image keeps the earlier bytes. */
 	if (renameat(f->dirfd, f->tmpname, todirfd, toname) < 0) {

@@ -121,9 +121,18 @@ struct pg_outfile {
 	long reg;		/* pg_cleanup_add() handle, or -1 */
 	char *tmpname;
 	char *name;
+	bool backup;		/* commit keeps the file it replaces as NAME.old */
 };
+/* Mode 0644 (less the umask), no backup. */
 int pg_outfile_open(struct pg_outfile *f, int dirfd, const char *name,
 		    struct pg_diag *d);
+/* The same with the new file's mode bits (less the umask) and, when
+ * backup is set, perf's habit for perf.data: at commit, and only then, a
+ * non-empty regular file (or symlink to one) of the final name becomes
+ * NAME.old (replacing any earlier NAME.old), so that a failed run renames
+ * nothing.  An output written in place (a device, FIFO) has no backup. */
+int pg_outfile_open_mode(struct pg_outfile *f, int dirfd, const char *name,
+			 unsigned mode, bool backup, struct pg_diag *d);
 /* Closes the file (its data is all written); the temporary stays until
  * pg_outfile_commit() or pg_outfile_abort().  On error it is removed. */
 int pg_outfile_finish(struct pg_outfile *f, struct pg_diag *d);
