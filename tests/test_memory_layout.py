@@ -1104,7 +1104,7 @@ class Amplification(unittest.TestCase):
         self.assertEqual((r.returncode, r.err), (0, ""), describe(r))
         self.assertEqual(r.out.count("JS:*"), 4)
         # perfgraft elf --user-stacks lays it out as inject does
-        p = run([PERFGRAFT, "elf", "--user-stacks", "-q", "-o", os.path.join(self.d, "elf"),
+        p = run([PERFGRAFT, "elf", "--user-stacks", "-v", "-o", os.path.join(self.d, "elf"),
                  dump])
         self.assertEqual(p.returncode, 0, describe(p))
         self.assertIn("names and line rows moved too often", p.err)
@@ -1131,7 +1131,7 @@ class Amplification(unittest.TestCase):
         dump = os.path.join(self.d, "inl.dump")
         b.write(dump)
         out = os.path.join(self.d, "img")
-        p = run([PERFGRAFT, "elf", "--user-stacks", "-q", "-o", out, dump])
+        p = run([PERFGRAFT, "elf", "--user-stacks", "-v", "-o", out, dump])
         self.assertEqual(p.returncode, 0, describe(p))
         inp = os.path.getsize(dump)
         written = apparent_size(out)

@@ -99,6 +99,16 @@ int pg_outfile_commit(struct pg_outfile *f, struct pg_diag *d)
 	return pg_outfile_commit_at(f, f->dirfd, f->name, d);
 }
 
+/* The temporary has its final name: nothing of it to remove any more. */
+static void renamed(struct pg_outfile *f)
+{
+	pg_cleanup_del(f->reg);
+	f->reg = -1;
+	free(f->tmpname);
+	free(f->name);
+	f->tmpname = f->name = NULL;
+}
+
 /* The rename into place, the replaced file kept as TONAME.old (perf's
  * check_backup: any output name, only a non-empty file).  The old file
  * gets a second, hidden name first and TONAME is replaced in one rename:
@@ -162,11 +172,7 @@ out:
 		pg_outfile_abort(f);
 		return ret;
 	}
-	pg_cleanup_del(f->reg);
-	f->reg = -1;
-	free(f->tmpname);
-	free(f->name);
-	f->tmpname = f->name = NULL;
+	renamed(f);
 	return 0;
 }
 
@@ -194,11 +200,7 @@ int pg_outfile_commit_at(struct pg_outfile *f, int todirfd, const char *toname,
 		return ret;
 	}
 	f->tmp_exists = false;
-	pg_cleanup_del(f->reg);
-	f->reg = -1;
-	free(f->tmpname);
-	free(f->name);
-	f->tmpname = f->name = NULL;
+	renamed(f);
 	return 0;
 }
 
