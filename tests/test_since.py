@@ -21,7 +21,8 @@ still held (a LOAD or MOVE no UNLOAD took away) starts at its LOAD.
    code's after its LOAD by the JIT code, in file and in pipe mode, in
    every layout.  Memory an UNLOAD freed and a LOAD uses again (a new
    generation of the memory layout's region) is the new code's from the
-   UNLOAD on.
+   UNLOAD on.  A page the JIT maps (a kept read-write anonymous map) over
+   such a range puts the map back after it.
 """
 import json
 import os
@@ -117,6 +118,7 @@ class SymbolizeRule(unittest.TestCase):
 class InjectEarly(unittest.TestCase):
     T0 = 1_000_000_000          # the first LOAD
     X, Y, Z, W, V = BASE, BASE + 0x10000, BASE + 0x20000, BASE + 0x30000, BASE + 0x40000
+    U = BASE + 0x50000
     FILE = "/usr/lib/perfgraft-test/libother.so"
 
     def setUp(self):
@@ -134,6 +136,8 @@ class InjectEarly(unittest.TestCase):
         # memory an UNLOAD freed, used again (a new generation of the region)
         jd.load(b"JS:*v1", jg.x86_64_code(0x40, 5), self.V, 5, timestamp=t0 + 1_000_000)
         jd.unload(self.V, 0x40, 5, timestamp=t0 + 2_000_000)
+        # a page the JIT maps (read-write, kept by perf) before its LOAD
+        jd.load(b"JS:*u", jg.x86_64_code(0x40, 7), self.U, 7, timestamp=t0 + 6_000_000)
         jd.load(b"JS:*v2", jg.x86_64_code(0x40, 6), self.V, 6, timestamp=t0 + 4_000_000)
         self.dump = os.path.join(self.d, "jit-%d.dump" % PID)
         jd.write(self.dump)
@@ -164,9 +168,12 @@ class InjectEarly(unittest.TestCase):
         b.finished_round()
         # a file the process maps over Z's range before Z's LOAD
         b.mmap2(PID, PID, self.Z, 0x1000, 0, self.FILE, t0 + 3_000_000, prot=5)
+        # an anonymous read-write page over U's range (perf keeps it)
+        b.mmap2(PID, PID, self.U, 0x1000, 0, "//anon", t0 + 3_000_000, prot=3)
         for ip, t, want in ((self.Z + 8, t0 + 4_000_000, "[unknown]"),
                             (self.Z + 8, t0 + 7_000_000, "JS:*late"),
-                            (self.W + 8, t0 + 7_000_000, "JS:*w")):
+                            (self.W + 8, t0 + 7_000_000, "JS:*w"),
+                            (self.U + 8, t0 + 4_000_000, "JS:*u")):
             b.sample(ip, PID, PID, t)
             self.samples.append((ip, t, want))
         b.finished_round()
@@ -211,7 +218,8 @@ class InjectEarly(unittest.TestCase):
         self.assertEqual(sorted(mm), sorted([(self.X, t0), (self.Y, t0), (self.Z, t0),
                                              (self.Z, t0 + 6_000_000),
                                              (self.W, t0 + 6_000_000),
-                                             (self.V, t0), (self.V, t0 + 2_000_000)]))
+                                             (self.V, t0), (self.V, t0 + 2_000_000),
+                                             (self.U, t0), (self.U, t0 + 3_000_000)]))
 
     def test_pipe_mode(self):
         r = run("cat pipe.in | %s inject -q -i - -o - > pipe.data" % PERFGRAFT,

@@ -999,15 +999,19 @@ static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 	return a < be && b < ae;
 }
 
-/* A map the recording has itself of a file (a library, data), at time t,
- * over the range of a LOAD's map that starts early (pg_code_since): the
- * range did not hold nothing but the JIT's code before the LOAD after all
- * (perf records no munmap: the file may have stayed until the LOAD).  Such
- * a map starts at its LOAD's time instead: one still queued is moved
- * there, one already written is written again there, after the
- * recording's.  Past EARLY_CHECKS such maps in a pid, every early map of
- * it is treated so at once, which bounds the work. */
-static int cancel_early(struct inj *j, uint32_t pid, uint64_t start, uint64_t len, uint64_t t)
+/* A map the recording keeps, at time t, over the range of a LOAD's map
+ * that starts early (pg_code_since): perf would let it hide the JIT's
+ * code from t on.  A file (a library, data: perf records no munmap, the
+ * file may have stayed until the LOAD) means the range held other things:
+ * such a map starts at its LOAD's time instead, one still queued moved
+ * there, one already written written again there.  Anonymous memory
+ * (a JIT mapping a page, then making it executable) was mapped at t and
+ * the code can only have run after: a map already written is written
+ * again at t, after the recording's (anon).  Past EARLY_CHECKS such maps
+ * in a pid, every early map of it starts at its LOAD at once, which
+ * bounds the work. */
+static int cancel_early(struct inj *j, uint32_t pid, uint64_t start, uint64_t len, uint64_t t,
+			bool anon)
 {
 	struct pidinfo *pi = NULL;
 	const struct pg_pd_time_conv *tc = pg_perfdata_time_conv(j->pd);
@@ -1022,9 +1026,10 @@ static int cancel_early(struct inj *j, uint32_t pid, uint64_t start, uint64_t le
 	if (++pi->early_checks > EARLY_CHECKS) {
 		start = 0;
 		len = UINT64_MAX;
+		anon = false;
 		pi->early_lo = pi->early_hi = 0;	/* none left after this */
 	}
-	for (size_t i = 0; i < j->nheap; i++) {
+	for (size_t i = 0; i < j->nheap && !anon; i++) {
 		struct event *e = &j->heap[i];
 
 		if (e->pid == pid && e->time < e->loaded && overlaps(e->start, e->len, start, len)) {
@@ -1049,7 +1054,7 @@ static int cancel_early(struct inj *j, uint32_t pid, uint64_t start, uint64_t le
 			if (m[i].pid != pid || !(et <= t && t < lt) ||
 			    !overlaps(m[i].start, m[i].len, start, len))
 				continue;
-			e = (struct event){ .time = lt, .loaded = lt, .start = m[i].start,
+			e = (struct event){ .time = anon ? t : lt, .loaded = lt, .start = m[i].start,
 					    .len = m[i].len, .pgoff = m[i].pgoff, .pid = m[i].pid,
 					    .tid = m[i].tid, .img = j->setinfo[s].base_img + m[i].image };
 			if ((ret = heap_push(j, &e)))
@@ -1186,9 +1191,8 @@ static int output(struct inj *j, const struct pg_pd_rec *r)
 	if (r->has_time && (r->type == PG_PERF_RECORD_MMAP || r->type == PG_PERF_RECORD_MMAP2)) {
 		struct pg_pd_mmap mm;
 
-		/* anonymous memory is where JIT code lives, not other code */
-		if (!pg_perfdata_mmap(j->pd, r, &mm) && !anon(&mm) &&
-		    (ret = cancel_early(j, mm.pid, mm.start, mm.len, r->time)))
+		if (!pg_perfdata_mmap(j->pd, r, &mm) &&
+		    (ret = cancel_early(j, mm.pid, mm.start, mm.len, r->time, anon(&mm))))
 			return ret;
 	}
 	ret = pg_pdw_write(j->w, r->data, r->size, r->extra, r->extra_size);
