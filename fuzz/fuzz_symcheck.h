@@ -6,7 +6,8 @@
  *
  * The model: every LOAD with code, and every MOVE of code_index i (the code
  * of the dump's latest earlier LOAD of i; none: ignored), is a placement
- * [start, end) from its record time on, end clamped at UINT64_MAX.  In
+ * [start, end) from its record time on (a LOAD from its since, code.h,
+ * computed here by brute force), end clamped at UINT64_MAX.  In
  * (time, file order) order a later placement replaces what it covers, so
  * at time T the code at addr is the last placement in that order with
  * time <= T (T = PG_SYM_TIME_END: of all) that covers addr; it stays there
@@ -115,6 +116,64 @@ static uint64_t sym_end(uint64_t start, uint64_t size)
 	return start + size < start ? UINT64_MAX : start + size;
 }
 
+/* Which ranges held code, for a LOAD's since (code.h), by brute force:
+ * disjoint segments, held by a code index or vacant since a time. */
+struct sym_seg {
+	uint64_t lo, hi, time;
+	uint32_t val;		/* 0: vacant, else as source.c's held_val */
+};
+struct sym_segs {
+	struct sym_seg *v;
+	size_t n;
+	bool oom;
+};
+
+static uint32_t sym_held_val(uint64_t id)
+{
+	return (uint32_t)(id % 0xffffffffu) + 1;
+}
+
+/* [lo, hi) now holds val from time on; parts it covered go into out */
+static void sym_paint(struct sym_segs *s, uint64_t lo, uint64_t hi, uint64_t time, uint32_t val,
+		      struct sym_segs *out)
+{
+	struct sym_seg *n = malloc((2 * s->n + 1) * sizeof(*n));
+	size_t k = 0;
+
+	if (!n) {
+		s->oom = true;
+		return;
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		struct sym_seg g = s->v[i];
+
+		if (g.hi <= lo || g.lo >= hi) {
+			n[k++] = g;
+			continue;
+		}
+		if (out) {
+			struct sym_seg c = { g.lo > lo ? g.lo : lo, g.hi < hi ? g.hi : hi,
+					     g.time, g.val };
+			void *o = realloc(out->v, (out->n + 1) * sizeof(*out->v));
+
+			if (!o) {
+				s->oom = true;
+			} else {
+				out->v = o;
+				out->v[out->n++] = c;
+			}
+		}
+		if (g.lo < lo)
+			n[k++] = (struct sym_seg){ g.lo, lo, g.time, g.val };
+		if (g.hi > hi)
+			n[k++] = (struct sym_seg){ hi, g.hi, g.time, g.val };
+	}
+	n[k++] = (struct sym_seg){ lo, hi, time, val };
+	free(s->v);
+	s->v = n;
+	s->n = k;
+}
+
 /* Adds the placements of one dump as the symbolizer would; refused is
  * whether pg_symbolizer_add_mem() refused it (then nothing is added but
  * the sequence numbers it used).  Moves are placed after the dump's
@@ -127,6 +186,9 @@ static void sym_model_add(struct sym_model *m, const void *buf, size_t len, bool
 	size_t first = m->n, nloads, nmv = 0;
 	struct { uint64_t seq, time, code_index, start, size; } *mv = NULL;
 	uint32_t pid;
+	struct sym_segs held = { 0 };
+	bool have_first = false;
+	uint64_t first_load = 0;
 	int ret;
 
 	if (m->off || pg_jitdump_open_mem(buf, len, "model", 0, &diag, &jd) < 0)
@@ -147,15 +209,56 @@ static void sym_model_add(struct sym_model *m, const void *buf, size_t len, bool
 		}
 		if (rec.type == PG_JD_LOAD) {
 			const struct pg_jd_load *ld = &rec.u.load;
+			uint64_t end = sym_end(ld->code_addr, ld->code_size), since = rec.timestamp;
 			struct sym_pl p = {
-				.start = ld->code_addr, .end = sym_end(ld->code_addr, ld->code_size),
-				.time = model_time(rec.timestamp), .seq = m->seq++,
+				.start = ld->code_addr, .end = end,
+				.seq = m->seq++,
 				.code_index = ld->code_index, .name = ld->name, .pid = pid,
 			};
 
+			if (ld->code_size) {
+				struct sym_segs cov = { 0 };
+				bool any_held = false;
+				uint64_t vac = 0;
+
+				if (!have_first) {
+					first_load = rec.timestamp;
+					have_first = true;
+				}
+				sym_paint(&held, ld->code_addr, end, rec.timestamp,
+					  sym_held_val(ld->code_index), &cov);
+				for (size_t i = 0; i < cov.n; i++) {
+					any_held |= cov.v[i].val != 0;
+					if (!cov.v[i].val && cov.v[i].time > vac)
+						vac = cov.v[i].time;
+				}
+				free(cov.v);
+				if (!any_held) {
+					uint64_t t = vac > first_load ? vac : first_load;
+
+					if (t < since)
+						since = t;
+				}
+			}
+			p.time = model_time(since);
 			if (ld->code_size && !sym_model_push(m, &p))
 				m->off = true;
+		} else if (rec.type == PG_JD_UNLOAD && rec.u.unload.code_size) {
+			const struct pg_jd_unload *u = &rec.u.unload;
+			struct sym_segs cov = { 0 };
+			uint32_t mine = sym_held_val(u->code_index);
+
+			sym_paint(&held, u->code_addr, sym_end(u->code_addr, u->code_size),
+				  rec.timestamp, 0, &cov);
+			for (size_t i = 0; i < cov.n; i++)
+				if (cov.v[i].val != mine)
+					sym_paint(&held, cov.v[i].lo, cov.v[i].hi, cov.v[i].time,
+						  cov.v[i].val, NULL);
+			free(cov.v);
 		} else if (rec.type == PG_JD_MOVE && rec.u.move.code_size) {
+			sym_paint(&held, rec.u.move.new_code_addr,
+				  sym_end(rec.u.move.new_code_addr, rec.u.move.code_size),
+				  rec.timestamp, sym_held_val(rec.u.move.code_index), NULL);
 			void *n = realloc(mv, (nmv + 1) * sizeof(*mv));
 
 			if (!n) {
@@ -193,6 +296,9 @@ static void sym_model_add(struct sym_model *m, const void *buf, size_t len, bool
 			m->off = true;
 	}
 	free(mv);
+	if (held.oom)
+		m->off = true;
+	free(held.v);
 	if (refused)
 		m->n = first;
 	/* the names point into buf (open_mem maps, does not copy): they

@@ -163,6 +163,14 @@ void cli_warnings_free(struct cli_warnings *w)
 	free(w->list);
 	w->list = NULL;
 	w->n = w->cap = 0;
+	/* kinds a run that stopped early (a usage error) did not flush */
+	for (size_t i = 0; i < w->nkinds; i++) {
+		free(w->kinds[i].key);
+		free(w->kinds[i].first);
+	}
+	free(w->kinds);
+	w->kinds = NULL;
+	w->nkinds = w->kinds_cap = 0;
 }
 
 void cli_error(const char *fmt, ...)
