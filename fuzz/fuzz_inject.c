@@ -178,7 +178,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const uint8_t *part, *end;
 	struct pg_inject_stats st = { .sz = sizeof(st) };
 	struct pg_diag diag = { 0 };
-	struct pg_inject_opts o = { .sz = sizeof(o) };
+	/* no build-id cache: a fuzzer must not fill the user's ~/.debug */
+	struct pg_inject_opts o = { .sz = sizeof(o), .no_buildid_cache = true };
 	size_t ndumps = 0, pd_len;
 	int saved_in = -1, saved_out = -1;
 	uint8_t flags;

@@ -201,7 +201,7 @@ class InjectEarly(unittest.TestCase):
         for layout in ("packed", "per-function", "memory"):
             with self.subTest(layout=layout):
                 out = os.path.join(self.d, "out-%s.data" % layout)
-                r = run([PERFGRAFT, "inject", "-q", "--layout", layout, "-i", self.data,
+                r = run([PERFGRAFT, "inject", "-q", "-N", "--layout", layout, "-i", self.data,
                          "-o", out], cwd=self.d)
                 self.assertEqual(r.returncode, 0, r.stderr)
                 self.check(out)
@@ -222,7 +222,7 @@ class InjectEarly(unittest.TestCase):
                                              (self.U, t0), (self.U, t0 + 3_000_000)]))
 
     def test_pipe_mode(self):
-        r = run("cat pipe.in | %s inject -q -i - -o - > pipe.data" % PERFGRAFT,
+        r = run("cat pipe.in | %s inject -q -N -i - -o - > pipe.data" % PERFGRAFT,
                 shell=True, cwd=self.d)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.check(os.path.join(self.d, "pipe.data"))
