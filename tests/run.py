@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -180,8 +181,11 @@ def run_unittests(build, pattern, verbosity, tally):
     if pattern:
         loader.testNamePatterns = ["*%s*" % pattern]
     suite = loader.discover(HERE, pattern="test_*.py", top_level_dir=HERE)
+    times = []
+    suite = unittest.TestSuite(_Timed(m, times) for m in suite)
     runner = unittest.TextTestRunner(stream=sys.stdout, verbosity=verbosity)
     res = runner.run(suite)
+    _print_times(times)
     ran_bad = set()
     for t, _ in res.failures + res.errors:
         tally.fail("unittest", str(t))
@@ -195,6 +199,50 @@ def run_unittests(build, pattern, verbosity, tally):
     tally.passed += max(0, res.testsRun - len(ran_bad) - len(skipped))
     if res.testsRun == 0 and not (res.failures or res.errors):
         tally.fail("unittest", "no test found in %s" % HERE)
+
+
+class _Timed(unittest.TestSuite):
+    """One module's tests, timed: wall and the CPU of the processes they ran
+    (to see where the suite's time goes and how much of it is waiting)."""
+
+    def __init__(self, inner, times):
+        super().__init__([inner])
+        self.times = times
+        first = next(iter(_leaves(inner)), None)
+        self.name = type(first).__module__ if first is not None else "?"
+
+    def run(self, result, debug=False):
+        t0 = time.monotonic()
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        s0 = resource.getrusage(resource.RUSAGE_SELF)
+        try:
+            return super().run(result, debug)
+        finally:
+            r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            s1 = resource.getrusage(resource.RUSAGE_SELF)
+            cpu = sum(b.ru_utime + b.ru_stime - a.ru_utime - a.ru_stime
+                      for a, b in ((r0, r1), (s0, s1)))
+            self.times.append((time.monotonic() - t0, cpu, self.name))
+
+
+def _leaves(suite):
+    for t in suite:
+        if isinstance(t, unittest.TestSuite):
+            yield from _leaves(t)
+        else:
+            yield t
+
+
+def _print_times(times):
+    if not times:
+        return
+    total = sum(w for w, _, _ in times)
+    print("== slowest modules (wall s, CPU s; %.0f s in all)" % total)
+    for w, c, n in sorted(times, reverse=True)[:10]:
+        if w < 0.5:
+            break
+        print("   %7.1f %7.1f  %s" % (w, c, n))
+    sys.stdout.flush()
 
 
 def _is_holder(t):
