@@ -228,7 +228,7 @@ int cmd_elf(int argc, char **argv)
 		}
 		pg_code_stats(src, &st);
 		cli_warnings_flush(&w);
-		fprintf(stderr, "perfgraft: %s: %llu functions in %zu images in %s (%zu with CFI of their own, %zu shared)%s; %llu line tables with %llu lines; %.1f MB written in %.2f s (%.0f MB/s of input)%s\n",
+		fprintf(stderr, "perfgraft: %s: %llu functions in %zu images in %s (%zu with CFI of their own, %zu shared)%s; %llu line tables with %llu lines; %.3f MB written in %.2f s (%.0f MB/s of input)%s\n",
 			argv[optind], (unsigned long long)placed, n, eo.dir, ncfi, npack,
 			skipped ? " (functions without code skipped)" : "",
 			(unsigned long long)st.line_tables,

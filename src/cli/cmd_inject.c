@@ -208,7 +208,7 @@ int cmd_inject(int argc, char **argv)
 			snprintf(cached, sizeof(cached), "; build-id cache: %llu added, %llu there",
 				 (unsigned long long)st.cache_added,
 				 (unsigned long long)st.cache_present);
-		fprintf(stderr, "perfgraft: inject: %llu jitdump%s (%llu LOAD, %llu MOVE) -> %llu images in %s (%.1f MB%s); %llu MMAP2 injected%s, %llu markers and %llu anonymous maps dropped; %s written (%.1f MB) in %.2f s%s%s\n",
+		fprintf(stderr, "perfgraft: inject: %llu jitdump%s (%llu LOAD, %llu MOVE) -> %llu images in %s (%.3f MB%s); %llu MMAP2 injected%s, %llu markers and %llu anonymous maps dropped; %s written (%.3f MB) in %.2f s%s%s\n",
 			(unsigned long long)st.dumps, st.dumps == 1 ? "" : "s",
 			(unsigned long long)st.loads, (unsigned long long)st.moves,
 			(unsigned long long)st.images, st.image_dir, st.image_bytes / 1e6,

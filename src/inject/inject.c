@@ -1416,8 +1416,10 @@ static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 	 * output's name: a run that fails or is killed before the end leaves
 	 * the earlier output and its images as they were. */
 	if (!ret && j.w) {
-		st->output_bytes = pg_pdw_bytes(j.w);
-		ret = pg_pdw_finish(j.w);
+		/* the size once finished: the compression workers and the
+		 * trailing sections are written only then */
+		if (!(ret = pg_pdw_finish(j.w)))
+			st->output_bytes = pg_pdw_bytes(j.w);
 	}
 	if (!ret)
 		ret = commit_sets(&j);
