@@ -157,5 +157,88 @@ class WrittenSizeTest(unittest.TestCase):
         self.assertEqual(m.group(1), "%.3f" % (imgs / 1e6))
 
 
+class ProgressTest(unittest.TestCase):
+    """elf's and inject's progress line: a terminal's only, not under -q;
+    it advances and its last figure is 100% (then the line is cleared)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="pg-progress-")
+        cls.d = os.path.join(cls.tmp, "move")
+        subprocess.run([sys.executable, os.path.join(ROOT, "bench", "move-heavy.py"), "3000",
+                        cls.d], check=True, capture_output=True, timeout=300)
+        cls.dump = os.path.join(cls.d, "jit-4242.dump")
+        cls.data = os.path.join(cls.d, "perf.data")
+        # the same recording in pipe mode, as perf record -o - writes it
+        cls.pipe_data = os.path.join(cls.d, "pipe.data")
+        with open(cls.pipe_data, "wb") as f:
+            subprocess.run(["perf", "--buildid-dir", os.path.join(cls.tmp, "debug"), "inject",
+                            "-i", cls.data, "-o", "-"], stdout=f, check=True, timeout=300)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def check_line(self, text, cmd):
+        vals = progress_values(text, cmd)
+        self.assertGreaterEqual(len(vals), 2, "no progress that advances: %r" % text)
+        self.assertEqual(vals[-1], 100, text)
+        self.assertEqual(vals, sorted(vals), text)
+        # cleared before the summary
+        self.assertIn("\r\x1b[Kperfgraft: ", text)
+
+    def test_elf(self):
+        out = os.path.join(self.tmp, "elf")
+        rc, text = run_pty([PERFGRAFT, "elf", "-o", out, self.dump])
+        self.assertEqual(rc, 0, text)
+        self.check_line(text, "elf")
+        # -q on the terminal: nothing at all
+        rc, text = run_pty([PERFGRAFT, "elf", "-q", "-o", out, self.dump])
+        self.assertEqual((rc, text), (0, ""))
+        # not a terminal: no progress
+        p = subprocess.run([PERFGRAFT, "elf", "-o", out, self.dump], capture_output=True,
+                           text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("\r", p.stderr)
+        self.assertNotIn("%", p.stderr)
+
+    def test_inject_file(self):
+        out = os.path.join(self.tmp, "f.data")
+        argv = [PERFGRAFT, "inject", "-N", "-i", self.data, "-o", out]
+        rc, text = run_pty(argv)
+        self.assertEqual(rc, 0, text)
+        self.check_line(text, "inject")
+        # the figures are the perf.data's and the dump's bytes
+        m = re.findall(r"\rperfgraft: inject: 100% \(([\d.]+) of ([\d.]+) MB read\)", text)
+        want = "%.1f" % ((os.path.getsize(self.dump) + os.path.getsize(self.data)) / 1e6)
+        self.assertTrue(m, text)
+        self.assertAlmostEqual(float(m[-1][1]), float(want), delta=0.11)
+        rc, text = run_pty(argv[:2] + ["-q"] + argv[2:])
+        self.assertEqual((rc, text), (0, ""))
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("\r", p.stderr)
+        self.assertNotIn("MB read", p.stderr)
+
+    def test_inject_pipe(self):
+        """-i -: the size is not known, the bytes read are counted (the
+        dump's as it is followed)."""
+        out = os.path.join(self.tmp, "p.data")
+        cmd = "exec %s inject -N -i - -o %s < %s" % (PERFGRAFT, out, self.pipe_data)
+        rc, text = run_pty(["/bin/sh", "-c", cmd])
+        self.assertEqual(rc, 0, text)
+        reads = [float(v) for v in re.findall(r"\rperfgraft: inject: ([\d.]+) MB read", text)]
+        self.assertTrue(reads, text)
+        self.assertEqual(reads, sorted(reads), text)
+        total = (os.path.getsize(self.dump) + os.path.getsize(self.pipe_data)) / 1e6
+        self.assertAlmostEqual(reads[-1], total, delta=0.11)
+        self.assertIn("\r\x1b[Kperfgraft: ", text)
+        rc, text = run_pty(["/bin/sh", "-c", cmd.replace(" -N ", " -q -N ")])
+        self.assertEqual((rc, text), (0, ""))
+        p = subprocess.run(["/bin/sh", "-c", cmd], capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("MB read", p.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()

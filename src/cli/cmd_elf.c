@@ -186,10 +186,14 @@ int cmd_elf(int argc, char **argv)
 			continue;
 		}
 		placed += load;
-		if (progress_due(&next_progress))
+		/* a terminal only (progress_due), never under -q */
+		if (!quiet && progress_due(&next_progress))
 			fprintf(stderr, "\rperfgraft: elf: %3d%% of %s",
 				(int)(100.0 * ev.src_offset / (double)pg_code_size(src)), argv[optind]);
 	}
+	/* read to the end: the last figure is 100%, not the last one due */
+	if (ret == 0 && next_progress > 0)
+		fprintf(stderr, "\rperfgraft: elf: %3d%% of %s", 100, argv[optind]);
 	if (ret == 0)
 		ret = pg_elfset_finish(set);
 	if (ret == 0 && (list || maps))

@@ -199,8 +199,10 @@ int cmd_xray(int argc, char **argv)
 		return EXIT_USAGE;
 	cli_pipe_output();
 	cli_diag_init(&diag, &w);
-	xo.progress = progress;
-	xo.progress_ctx = &next_progress;
+	if (!quiet) {	/* -q: errors only (progress_due: a terminal only) */
+		xo.progress = progress;
+		xo.progress_ctx = &next_progress;
+	}
 	ret = pg_xray_convert(&xo, &diag, &st);
 	if (next_progress > 0)
 		fprintf(stderr, "\r\033[K");
