@@ -80,7 +80,7 @@ def many_functions_dump(path, n, cfi_every=0):
     for i in range(n):
         addr = base + 128 * i
         if cfi_every and i % cfi_every == 0:
-            b.unwinding_info(J.build_eh_frame(addr, 64), J.empty_eh_frame_hdr())
+            b.cfi_unwinding_info(addr, 64)
         b.load(b"JS:*f%d" % i, J.x86_64_code(64, i), addr, i + 1)
     with open(path, "wb") as f:
         f.write(b.buf)
@@ -238,6 +238,40 @@ class ProgressTest(unittest.TestCase):
         p = subprocess.run(["/bin/sh", "-c", cmd], capture_output=True, text=True, timeout=300)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertNotIn("MB read", p.stderr)
+
+
+class ElfSummaryTest(unittest.TestCase):
+    """elf's summary counts in words: functions with unwind tables from
+    the dump, images holding several functions (it said "(0 with CFI of
+    their own, 2 shared)"), each checked against the images."""
+
+    def test_counts(self):
+        tmp = tempfile.mkdtemp(prefix="pg-elfsum-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        dump = os.path.join(tmp, "jit-4242.dump")
+        many_functions_dump(dump, 10, cfi_every=3)      # 0, 3, 6, 9 have CFI
+        for layout in ("memory", "packed", "per-function"):
+            out = os.path.join(tmp, layout)
+            p = subprocess.run([PERFGRAFT, "elf", "--layout", layout, "-o", out, dump],
+                               capture_output=True, text=True, timeout=120)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            names = sorted(os.listdir(out))
+            several = 0
+            with_eh = 0
+            for n in names:
+                syms = subprocess.run(["readelf", "-sW", os.path.join(out, n)],
+                                      capture_output=True, text=True, check=True).stdout
+                funcs = [ln for ln in syms.splitlines() if " FUNC " in ln]
+                several += len(funcs) > 1
+                secs = subprocess.run(["readelf", "-SW", os.path.join(out, n)],
+                                      capture_output=True, text=True, check=True).stdout
+                with_eh += ".eh_frame " in secs
+            self.assertGreater(with_eh, 0, layout)
+            want = ("10 functions (4 with unwind tables from an UNWINDING_INFO record, "
+                    "6 without) in %d image%s in %s (%d holding several functions)"
+                    % (len(names), "" if len(names) == 1 else "s", out, several))
+            self.assertIn(want, p.stderr)
+            self.assertNotIn("CFI of their own", p.stderr)
 
 
 if __name__ == "__main__":
