@@ -125,5 +125,86 @@ class InjectManNamesTest(unittest.TestCase):
                                 % (n, layout, sorted(written)[:5]))
 
 
+def indented_block(text, first_line):
+    """The indented block whose first line is first_line, dedented."""
+    lines = text.splitlines()
+    start = lines.index("    " + first_line)
+    out = []
+    for ln in lines[start:]:
+        if ln and not ln.startswith("    "):
+            break
+        out.append(ln[4:])
+    while out and not out[-1]:
+        out.pop()
+    return "\n".join(out) + "\n"
+
+
+def report_sections(text):
+    """perf report --stdio: {event: [lines]}."""
+    sec, cur = {}, None
+    for ln in text.splitlines():
+        m = re.match(r"^# Samples: .* of event '([^']+)'", ln)
+        if m:
+            cur = sec.setdefault(m.group(1), [])
+        elif cur is not None:
+            cur.append(ln)
+    return sec
+
+
+class ReadmeXrayFdrTest(unittest.TestCase):
+    """The README's FDR recipe, run as written: prog.cc, clang++, the run
+    under XRAY_OPTIONS, perfgraft xray, perf report."""
+
+    def test_recipe(self):
+        text = readme()
+        prog = indented_block(text, "// prog.cc: XRay's FDR mode writes its trace only when "
+                              "the program says so")
+        steps = session(text, "clang++ ")
+        self.assertEqual([c.split()[0] for c, _ in steps],
+                         ["clang++", 'XRAY_OPTIONS="xray_mode=xray-fdr', "perfgraft", "perf"])
+        tmp = tempfile.mkdtemp(prefix="pg-docs-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        env = env_with_build()
+        if not shutil.which("clang++", path=env["PATH"]):
+            cxx = shutil.which("clang++-14")
+            if not cxx:
+                self.skipTest("no clang++")
+            # Debian's clang-14 without the clang++ alternative
+            os.mkdir(os.path.join(tmp, "bin"))
+            os.symlink(cxx, os.path.join(tmp, "bin", "clang++"))
+            env["PATH"] = os.path.join(tmp, "bin") + os.pathsep + env["PATH"]
+        env.pop("XRAY_OPTIONS", None)
+        env.pop("XRAY_FDR_OPTIONS", None)
+        work = os.path.join(tmp, "w")
+        os.mkdir(work)
+        with open(os.path.join(work, "prog.cc"), "w") as f:
+            f.write(prog)
+        out = {}
+        for cmd, shown in steps:
+            self.assertEqual(shown, [], cmd)
+            p = subprocess.run(["/bin/sh", "-c", cmd], cwd=work, env=env, capture_output=True,
+                               text=True, timeout=300)
+            self.assertEqual(p.returncode, 0, "%s\n%s" % (cmd, p.stderr))
+            out[cmd.split()[0]] = p
+        traces = [n for n in os.listdir(work) if n.startswith("xray-log.prog.")]
+        self.assertEqual(len(traces), 1, os.listdir(work))
+        self.assertIn("800 records (400 entries, 400 exits", out["perfgraft"].stderr)
+        sec = report_sections(out["perf"].stdout)
+        time = "\n".join(sec["xray-time"])
+        m = re.search(r"^\s+([\d.]+)%\s+\[\.\] sum$", time, re.M)
+        self.assertTrue(m, time)
+        self.assertGreater(float(m.group(1)), 95.0, time)
+        slow = float(re.search(r"--([\d.]+)%--slow", time).group(1))
+        fast = float(re.search(r"--([\d.]+)%--fast", time).group(1))
+        # about 3:1 (the loop is 3 times longer): what the README says
+        self.assertTrue(55 < slow < 85 and 15 < fast < 45, time)
+        calls = {}
+        for ln in sec["xray:function_entry"]:
+            m = re.match(r"^\s+([\d.]+)%\s+\[\.\] (\w+)$", ln)
+            if m:
+                calls[m.group(2)] = m.group(1)
+        self.assertEqual(calls, {"sum": "50.00", "fast": "25.00", "slow": "25.00"})
+
+
 if __name__ == "__main__":
     unittest.main()
