@@ -50,6 +50,8 @@ chain length: inject passes samples through).
     samples named in both; a named Java caller in > 60% of them with the
     flag, < 10% without; jcmd VM.set_flag cannot turn the flag on; a
     recording without -k mono is refused by inject (exit 1, the hint).
+    The oracle there is the map `jcmd PID Compiler.perfmap` writes after
+    the recordings (the JVM is then stopped, not left to exit).
   Attach: a JVM started without the agent under perf record, the agent
     loaded after ~2 s with `jcmd PID JVMTI.agent_load`; after inject the
     hottest method (compiled before the attach) resolves after the attach,
@@ -707,7 +709,7 @@ class AttachRunning(unittest.TestCase):
     a JVM started with -XX:+PreserveFramePointer, another without (which
     jcmd cannot turn it on in), both recorded by perf record -p PID after
     the attach; the second also once without -k mono."""
-    RUN_MS = 9000
+    RUN_MS = 120000
     ATTACH_AFTER = 1.5
 
     @classmethod
@@ -737,9 +739,10 @@ class AttachRunning(unittest.TestCase):
         debug = os.path.join(tmp, "debug")
         env = dict(os.environ)
         env["PATH"] = BUILDDIR + os.pathsep + env["PATH"]
+        # runs long enough for slow jcmd calls on a loaded machine, and is
+        # stopped once the steps are done
         java = cls.steps[0].rstrip(" &").replace(
-            "-cp classes Main", "-XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit "
-            "-cp %s %s %d" % (CLASSES, MAIN, cls.RUN_MS))
+            "-cp classes Main", "-cp %s %s %d" % (CLASSES, MAIN, cls.RUN_MS))
         if JAVA != "java":
             java = java.replace("java ", JAVA + " ", 1)
         if not pfp:
@@ -778,12 +781,12 @@ class AttachRunning(unittest.TestCase):
                                            "PreserveFramePointer", "true"], check=False)
             if jvm.poll() is not None:
                 raise AssertionError("the JVM ended before the steps did (RUN_MS)")
-            jvm.communicate(timeout=120)
-        except BaseException:
+            # the oracle: the JVM's own map of the code it holds now
+            run([JCMD, str(pid), "Compiler.perfmap"], cwd=tmp, timeout=120)
+        finally:
             if jvm.poll() is None:
                 jvm.kill()
-                jvm.communicate()
-            raise
+            jvm.communicate()
         jmap = JvmMap(pid, tmp)
         imgdir = os.path.join(tmp, "perf.jit.data.d")
         inj = script(tmp, "perf.jit.data", pid)
