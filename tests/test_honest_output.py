@@ -9,7 +9,7 @@
     and inject's image megabytes are the bytes of the images written;
   * elf's and inject's progress on a terminal (a pseudo-terminal here)
     advances and ends at 100% before the line is cleared; on a pipe, or
-    under -q, there is none at all;
+    under -q, there is none at all; a warning clears it first;
   * elf's summary says in words what it counted: functions with unwind
     tables from the dump's UNWINDING_INFO, and images holding several
     functions (it said "(0 with CFI of their own, 2 shared)").
@@ -201,6 +201,20 @@ class ProgressTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertNotIn("\r", p.stderr)
         self.assertNotIn("%", p.stderr)
+
+    def test_warnings_clear_the_line(self):
+        """A warning printed while the progress line is up starts a line
+        of its own (the bundled node dump warns of names node damaged)."""
+        out = os.path.join(self.tmp, "warn")
+        rc, text = run_pty([PERFGRAFT, "elf", "-o", out,
+                            os.path.join(HERE, "fixtures", "perf", "jit-19989.dump")])
+        self.assertEqual(rc, 0, text)
+        self.check_line(text, "elf")
+        self.assertIn("perfgraft: warning: ", text)
+        for m in re.finditer("perfgraft: warning: ", text):
+            before = text[:m.start()]
+            self.assertTrue(before == "" or before.endswith("\n") or before.endswith("\x1b[K"),
+                            "a warning after the progress line: %r" % before[-80:])
 
     def test_inject_file(self):
         out = os.path.join(self.tmp, "f.data")
