@@ -43,6 +43,15 @@ chain length: inject passes samples through).
         source, never by fixed numbers);
       - Java frames per sample (frame-pointer call chains from perf script)
         are at least as many with perfgraft as with the JVM's map.
+  Running JVM (README, Java: the steps for a running JVM, run as written
+    with the placeholders filled in): a JVM started with and one without
+    -XX:+PreserveFramePointer, the agent attached with jcmd, then perf
+    record -k mono -g -p PID and perfgraft inject: >= 95% of the JIT-code
+    samples named in both; a named Java caller in > 60% of them with the
+    flag, < 10% without; jcmd VM.set_flag cannot turn the flag on; a
+    recording without -k mono is refused by inject (exit 1, the hint).
+    The oracle there is the map `jcmd PID Compiler.perfmap` writes after
+    the recordings (the JVM is then stopped, not left to exit).
   Attach: a JVM started without the agent under perf record, the agent
     loaded after ~2 s with `jcmd PID JVMTI.agent_load`; after inject the
     hottest method (compiled before the attach) resolves after the attach,
@@ -677,6 +686,147 @@ class Attach(JavaRun):
         self.assertTrue(hot, "no hashLoop samples after the attach")
         self.assertGreaterEqual(len(hot_ok), 0.95 * len(hot))
         self.assertGreaterEqual(a[2], RESOLVED_MIN)
+
+
+def readme_attach_steps():
+    """The README's steps for a running JVM: [command]."""
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    first = "    $ java -XX:+PreserveFramePointer -cp classes Main &"
+    if first not in lines:
+        raise AssertionError("README: no running-JVM recipe starting %r" % first.strip())
+    steps = []
+    for ln in lines[lines.index(first):]:
+        if not ln.startswith("    $ "):
+            break
+        steps.append(ln[6:])
+    return steps
+
+
+class AttachRunning(unittest.TestCase):
+    """The README's running-JVM steps as written (placeholders filled in;
+    perf and inject also keep out of ~/.debug), and the limits it states:
+    a JVM started with -XX:+PreserveFramePointer, another without (which
+    jcmd cannot turn it on in), both recorded by perf record -p PID after
+    the attach; the second also once without -k mono."""
+    RUN_MS = 120000
+    ATTACH_AFTER = 1.5
+
+    @classmethod
+    def setUpClass(cls):
+        cls.steps = readme_attach_steps()
+        if len(cls.steps) != 4 or not cls.steps[1].startswith("jcmd PID JVMTI.agent_load ") \
+                or not cls.steps[2].startswith("perf record -k mono -g ") \
+                or not cls.steps[3].startswith("perfgraft inject "):
+            raise AssertionError("README's running-JVM steps changed: %s" % cls.steps)
+        cls.tmp = mkdtemp("running")
+        try:
+            cls.runs = {pfp: cls._run(pfp) for pfp in (True, False)}
+        except BaseException:
+            cleanup_maps()
+            rmtree(cls.tmp)
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cleanup_maps()
+        rmtree(cls.tmp)
+
+    @classmethod
+    def _run(cls, pfp):
+        tmp = os.path.join(cls.tmp, "pfp" if pfp else "nofp")
+        os.mkdir(tmp)
+        debug = os.path.join(tmp, "debug")
+        env = dict(os.environ)
+        env["PATH"] = BUILDDIR + os.pathsep + env["PATH"]
+        # runs long enough for slow jcmd calls on a loaded machine, and is
+        # stopped once the steps are done
+        java = cls.steps[0].rstrip(" &").replace(
+            "-cp classes Main", "-cp %s %s %d" % (CLASSES, MAIN, cls.RUN_MS))
+        if JAVA != "java":
+            java = java.replace("java ", JAVA + " ", 1)
+        if not pfp:
+            java = java.replace("-XX:+PreserveFramePointer ", "")
+        jvm = subprocess.Popen(["/bin/sh", "-c", "exec " + java], cwd=tmp, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        r = {"tmp": tmp}
+        try:
+            m = re.match(r"^pid (\d+)", jvm.stdout.readline().decode())
+            if not m:
+                raise AssertionError("no pid from %s" % java)
+            pid = r["pid"] = int(m.group(1))
+            remove_map_later(pid)
+            time.sleep(cls.ATTACH_AFTER)
+            sub = lambda c: (c.replace("PID", str(pid))
+                             .replace("/path/to/libperfgraft-jvmti.so", AGENT)
+                             .replace("DIR", tmp).replace("sleep 10", "sleep 2")
+                             .replace("perf record ", "%s --buildid-dir %s record -N "
+                                      % (PERF, debug))
+                             .replace("perfgraft inject ", "perfgraft inject -N "))
+            # on a terminal's stdout, not a pipe: perf record writes
+            # pipe-mode data to a pipe given no -o
+            for k, c in enumerate(cls.steps[1:]):
+                with open(os.path.join(tmp, "step%d.out" % k), "w+") as out:
+                    p = subprocess.run(["/bin/sh", "-c", sub(c)], cwd=tmp, env=env,
+                                       stdout=out, stderr=subprocess.PIPE, timeout=120)
+                    if p.returncode:
+                        raise AssertionError("%s: exit %d: %s" % (
+                            sub(c), p.returncode, p.stderr.decode(errors="replace")[-2000:]))
+            if not pfp:     # once more without -k mono: inject refuses the dump
+                run(perf_cmd(tmp, "record", "-N", "-q", "-g", "-e", "cpu-clock", "-p", str(pid),
+                             "-o", "nomono.data", "--", "sleep", "1"), cwd=tmp)
+                r["nomono"] = run([PERFGRAFT, "inject", "-N", "-i", "nomono.data",
+                                   "-o", "nomono.jit.data"], cwd=tmp, check=False)
+                _, r["set_flag"], _ = run([JCMD, str(pid), "VM.set_flag",
+                                           "PreserveFramePointer", "true"], check=False)
+            if jvm.poll() is not None:
+                raise AssertionError("the JVM ended before the steps did (RUN_MS)")
+            # the oracle: the JVM's own map of the code it holds now
+            run([JCMD, str(pid), "Compiler.perfmap"], cwd=tmp, timeout=120)
+        finally:
+            if jvm.poll() is None:
+                jvm.kill()
+            jvm.communicate()
+        jmap = JvmMap(pid, tmp)
+        imgdir = os.path.join(tmp, "perf.jit.data.d")
+        inj = script(tmp, "perf.jit.data", pid)
+        with jmap:
+            oracle = script(tmp, "perf.data", pid)
+        r["rows"] = classify(oracle, inj, jmap, imgdir)
+        r["imgdir"] = imgdir
+        return r
+
+    def resolved(self, r):
+        jit = [x for x in r["rows"] if x[0] == "jit"]
+        return jit, [x for x in jit if x[2]]
+
+    def test_code_compiled_before_the_attach_is_named(self):
+        for pfp, r in self.runs.items():
+            jit, ok = self.resolved(r)
+            log("running JVM (%s): %d of %d JIT samples after the attach named (%.2f%%)" % (
+                "-XX:+PreserveFramePointer" if pfp else "no frame pointers", len(ok), len(jit),
+                100.0 * len(ok) / max(1, len(jit))))
+            self.assertGreater(len(jit), 200)
+            self.assertGreaterEqual(len(ok), RESOLVED_MIN / 100 * len(jit))
+
+    def test_frame_pointer_needed_for_java_callers(self):
+        self.assertIn("only 'writeable' flags can be set", self.runs[False]["set_flag"])
+        share = {}
+        for pfp, r in self.runs.items():
+            _, ok = self.resolved(r)
+            callers = [x for x in ok if any(
+                is_image(dso, r["imgdir"]) and java_name(sym) for _, sym, dso in x[4].frames[1:])]
+            share[pfp] = 100.0 * len(callers) / max(1, len(ok))
+        log("running JVM: samples in compiled Java code with a named Java caller: %.1f%% with "
+            "-XX:+PreserveFramePointer, %.1f%% without" % (share[True], share[False]))
+        # the README's figures: over 60% with the flag, under 10% without
+        self.assertGreater(share[True], 60.0)
+        self.assertLess(share[False], 10.0)
+
+    def test_k_mono_required(self):
+        rc, _, err = self.runs[False]["nomono"]
+        self.assertEqual(rc, 1, err)
+        self.assertIn("re-record with 'perf record -k mono'", err)
 
 
 if __name__ == "__main__":

@@ -73,6 +73,13 @@ struct pg_inject_opts {
 	 * $HOME/.debug).  A cache that cannot be written is a warning. */
 	const char *buildid_dir;
 	bool no_buildid_cache;	/* no entries: the images are found by path only */
+	/* called from the calling thread, often (the caller throttles),
+	 * file and pipe mode: the bytes of input read so far (the perf.data's
+	 * and every dump's, a live dump's as it grows) and the bytes to read
+	 * in all as far as known: the perf.data's and the dumps' opened so
+	 * far (grows as dumps are found), 0 for pipe-mode input (unknown).
+	 * Shares progress_ctx. */
+	void (*progress_bytes)(void *ctx, uint64_t done, uint64_t total);
 };
 
 /* What pg_inject() did, written when it returns, failed or not: the

@@ -345,7 +345,8 @@ int pg_pdw_close(pg_pdw *w);	/* finishes (if needed) and renames; frees w */
  * frees w.  NULL is a no-op. */
 void pg_pdw_abort(pg_pdw *w);	/* removes the partial output; frees w */
 /* Bytes written so far, header included (with compression: as
- * compressed). */
+ * compressed).  The file's final size only after pg_pdw_finish(): until
+ * then the compression workers and the trailing sections are pending. */
 uint64_t pg_pdw_bytes(const pg_pdw *w);
 
 #ifdef __cplusplus

@@ -99,7 +99,7 @@ int cmd_elf(int argc, char **argv)
 	pg_code_source *src = NULL;
 	pg_elfset *set = NULL;
 	bool list = false, maps = false, quiet = false, made_dir = false;
-	uint64_t placed = 0, skipped = 0, bytes = 0;
+	uint64_t placed = 0, with_cfi = 0, skipped = 0, bytes = 0;
 	double t0 = now_seconds(), next_progress = 0;
 	int c, ret, status = 0;
 	char *end;
@@ -186,10 +186,15 @@ int cmd_elf(int argc, char **argv)
 			continue;
 		}
 		placed += load;
-		if (progress_due(&next_progress))
+		with_cfi += load && ev.cfi;
+		/* a terminal only (progress_due), never under -q */
+		if (!quiet && progress_due(&next_progress))
 			fprintf(stderr, "\rperfgraft: elf: %3d%% of %s",
 				(int)(100.0 * ev.src_offset / (double)pg_code_size(src)), argv[optind]);
 	}
+	/* read to the end: the last figure is 100%, not the last one due */
+	if (ret == 0 && next_progress > 0)
+		fprintf(stderr, "\rperfgraft: elf: %3d%% of %s", 100, argv[optind]);
 	if (ret == 0)
 		ret = pg_elfset_finish(set);
 	if (ret == 0 && (list || maps))
@@ -216,20 +221,23 @@ int cmd_elf(int argc, char **argv)
 			rmdir(eo.dir);	/* only if empty */
 		status = EXIT_BADINPUT;
 	} else if (!quiet) {
-		size_t n = pg_elfset_count(set), ncfi = 0, npack = 0;
+		size_t n = pg_elfset_count(set), npack = 0;
 		double dt = now_seconds() - t0;
 
 		for (size_t i = 0; i < n; i++) {
 			const struct pg_elf_image *im = pg_elfset_image(set, i);
 
 			bytes += im->size;
-			ncfi += im->has_cfi;
 			npack += im->nfuncs > 1;
 		}
 		pg_code_stats(src, &st);
 		cli_warnings_flush(&w);
-		fprintf(stderr, "perfgraft: %s: %llu functions in %zu images in %s (%zu with CFI of their own, %zu shared)%s; %llu line tables with %llu lines; %.1f MB written in %.2f s (%.0f MB/s of input)%s\n",
-			argv[optind], (unsigned long long)placed, n, eo.dir, ncfi, npack,
+		/* counted in words a perf user reads: functions the dump gave
+		 * unwind tables (perf --call-graph dwarf unwinds through those),
+		 * and images holding more than one function */
+		fprintf(stderr, "perfgraft: %s: %llu functions (%llu with unwind tables from an UNWINDING_INFO record, %llu without) in %zu image%s in %s (%zu holding several functions)%s; %llu line tables with %llu lines; %.3f MB written in %.2f s (%.0f MB/s of input)%s\n",
+			argv[optind], (unsigned long long)placed, (unsigned long long)with_cfi,
+			(unsigned long long)(placed - with_cfi), n, n == 1 ? "" : "s", eo.dir, npack,
 			skipped ? " (functions without code skipped)" : "",
 			(unsigned long long)st.line_tables,
 			(unsigned long long)st.lines, bytes / 1e6, dt,

@@ -154,7 +154,7 @@ int cmd_gperf(int argc, char **argv)
 				 ", %llu second frames removed from every stack as pprof removes them (%llu frames in all)",
 				 (unsigned long long)st.pprof_passes,
 				 (unsigned long long)st.pprof_removed);
-		fprintf(stderr, "perfgraft: gperf: %s: %llu records, %llu samples in %llu distinct stacks, period %llu us, %llu executable mappings (%llu build-ids) -> %llu samples of %s (pid %u)%s, %llu frames dropped (0 or above user space), %llu samples without a frame%s; %s written (%.1f MB) in %.2f s\n",
+		fprintf(stderr, "perfgraft: gperf: %s: %llu records, %llu samples in %llu distinct stacks, period %llu us, %llu executable mappings (%llu build-ids) -> %llu samples of %s (pid %u)%s, %llu frames dropped (0 or above user space), %llu samples without a frame%s; %s written (%.3f MB) in %.2f s\n",
 			go.profile, (unsigned long long)ps.records,
 			(unsigned long long)ps.samples, (unsigned long long)st.stacks,
 			(unsigned long long)(st.period_ns / 1000), (unsigned long long)st.mmaps,

@@ -55,17 +55,38 @@ static void do_help(FILE *f)
 		   "  -h, --help            this text\n");
 }
 
-static void progress(void *ctx, double done)
-{
-	double *next = ctx;
+/* A terminal's progress line: bytes of the perf.data and the dumps read */
+struct progress {
+	double next;		/* progress_due() */
+	uint64_t done, total;	/* the last report */
+};
 
-	if (progress_due(next))
-		fprintf(stderr, "\rperfgraft: inject: %3d%%", (int)(100 * done));
+static void show_progress(const struct progress *p)
+{
+	if (p->total)	/* the dumps found later add to it: it may step back */
+		fprintf(stderr, "\rperfgraft: inject: %3d%% (%.1f of %.1f MB read)",
+			p->done >= p->total ? 100 : (int)(100.0 * (double)p->done / (double)p->total),
+			p->done / 1e6, p->total / 1e6);
+	else		/* a pipe: its size is not known */
+		fprintf(stderr, "\rperfgraft: inject: %.1f MB read", p->done / 1e6);
+}
+
+static void progress(void *ctx, uint64_t done, uint64_t total)
+{
+	struct progress *p = ctx;
+
+	p->done = done;
+	p->total = total;
+	if (progress_due(&p->next))
+		show_progress(p);
 }
 
 static void found(void *ctx, const char *path, uint32_t pid, const char *how)
 {
-	(void)ctx;
+	const struct progress *p = ctx;
+
+	if (p->next > 0)	/* over the progress line, which comes back */
+		fprintf(stderr, "\r\033[K");
 	fprintf(stderr, "perfgraft: inject: jitdump %s of pid %u, found by %s\n", path, pid, how);
 }
 
@@ -98,7 +119,8 @@ int cmd_inject(int argc, char **argv)
 	struct pg_inject_stats st = { .sz = sizeof(st) };
 	struct pg_diag diag;
 	const char **dumps = NULL;
-	double next_progress = 0, t0 = now_seconds();
+	struct progress prog = { 0 };
+	double t0 = now_seconds();
 	bool quiet = false;
 	int c, ret;
 
@@ -182,14 +204,20 @@ int cmd_inject(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	cli_pipe_output();
-	io.progress = progress;
-	io.progress_ctx = &next_progress;
-	if (!quiet)
+	/* a terminal only (progress_due), never under -q */
+	if (!quiet) {
+		io.progress_bytes = progress;
+		io.progress_ctx = &prog;
 		io.found = found;
+		io.found_ctx = &prog;
+	}
 	cli_diag_init(&diag, &w);
 	ret = pg_inject(&io, &diag, &st);
-	if (next_progress > 0)
+	if (prog.next > 0) {
+		if (ret == 0)	/* the last figure, not the last one due */
+			show_progress(&prog);
 		fprintf(stderr, "\r\033[K");
+	}
 	cli_warnings_flush(&w);
 	free(dumps);
 	if (ret < 0) {
@@ -208,7 +236,7 @@ int cmd_inject(int argc, char **argv)
 			snprintf(cached, sizeof(cached), "; build-id cache: %llu added, %llu there",
 				 (unsigned long long)st.cache_added,
 				 (unsigned long long)st.cache_present);
-		fprintf(stderr, "perfgraft: inject: %llu jitdump%s (%llu LOAD, %llu MOVE) -> %llu images in %s (%.1f MB%s); %llu MMAP2 injected%s, %llu markers and %llu anonymous maps dropped; %s written (%.1f MB) in %.2f s%s%s\n",
+		fprintf(stderr, "perfgraft: inject: %llu jitdump%s (%llu LOAD, %llu MOVE) -> %llu images in %s (%.3f MB%s); %llu MMAP2 injected%s, %llu markers and %llu anonymous maps dropped; %s written (%.3f MB) in %.2f s%s%s\n",
 			(unsigned long long)st.dumps, st.dumps == 1 ? "" : "s",
 			(unsigned long long)st.loads, (unsigned long long)st.moves,
 			(unsigned long long)st.images, st.image_dir, st.image_bytes / 1e6,

@@ -199,8 +199,10 @@ int cmd_xray(int argc, char **argv)
 		return EXIT_USAGE;
 	cli_pipe_output();
 	cli_diag_init(&diag, &w);
-	xo.progress = progress;
-	xo.progress_ctx = &next_progress;
+	if (!quiet) {	/* -q: errors only (progress_due: a terminal only) */
+		xo.progress = progress;
+		xo.progress_ctx = &next_progress;
+	}
 	ret = pg_xray_convert(&xo, &diag, &st);
 	if (next_progress > 0)
 		fprintf(stderr, "\r\033[K");
@@ -210,7 +212,7 @@ int cmd_xray(int argc, char **argv)
 		return EXIT_BADINPUT;
 	}
 	if (!quiet) {
-		fprintf(stderr, "perfgraft: xray: %zu trace%s, %llu threads, %llu records (%llu entries, %llu exits, %llu tail exits, %llu arguments, %llu custom, %llu typed events) over %.6f s -> %llu samples every %.3f us, %llu events (%llu function%s named); %s written (%.1f MB) in %.2f s\n",
+		fprintf(stderr, "perfgraft: xray: %zu trace%s, %llu threads, %llu records (%llu entries, %llu exits, %llu tail exits, %llu arguments, %llu custom, %llu typed events) over %.6f s -> %llu samples every %.3f us, %llu events (%llu function%s named); %s written (%.3f MB) in %.2f s\n",
 			xo.ntraces, xo.ntraces == 1 ? "" : "s", (unsigned long long)st.threads,
 			(unsigned long long)ts.records, (unsigned long long)ts.enters,
 			(unsigned long long)ts.exits, (unsigned long long)ts.tail_exits,

@@ -77,6 +77,18 @@ static struct cli_warn_kind *kind_of(struct cli_warnings *w, const char *msg)
 	return kd;
 }
 
+/* A progress line is on the terminal (progress_due said so): a message
+ * clears it first, instead of running on after it; it comes back at the
+ * next report. */
+static bool progress_shown;
+
+static void clear_progress(void)
+{
+	if (progress_shown)
+		fputs("\r\033[K", stderr);
+	progress_shown = false;
+}
+
 static void on_warn(void *ctx, const char *msg)
 {
 	struct cli_warnings *w = ctx;
@@ -102,6 +114,7 @@ print:
 	if (w->quiet)
 		return;
 	if (w->verbose) {
+		clear_progress();
 		fprintf(stderr, "perfgraft: warning: %s\n", msg);
 		return;
 	}
@@ -116,6 +129,7 @@ print:
 		return;
 	}
 	w->shown++;
+	clear_progress();
 	fprintf(stderr, "perfgraft: warning: %s\n", msg);
 }
 
@@ -177,6 +191,7 @@ void cli_error(const char *fmt, ...)
 {
 	va_list ap;
 
+	clear_progress();
 	fputs("perfgraft: ", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -290,6 +305,7 @@ bool progress_due(double *next)
 	if (t < *next)
 		return false;
 	*next = t + 0.25;
+	progress_shown = true;
 	return true;
 }
 

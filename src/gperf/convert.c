@@ -366,7 +366,10 @@ static int convert(const struct pg_gperf_opts *o, struct pg_diag *diag,
 		pg_pdw_abort(cv.w);
 		goto out;
 	}
-	st->out_bytes = pg_pdw_bytes(cv.w);
+	/* the size once every section is written (pg_pdw_bytes lags
+	 * behind the compression workers until then) */
+	if (!(ret = pg_pdw_finish(cv.w)))
+		st->out_bytes = pg_pdw_bytes(cv.w);
 	ret = pg_pdw_close(cv.w);
 out:
 	free(cv.skip);

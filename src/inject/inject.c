@@ -104,6 +104,10 @@ struct inj {
 	size_t hq_head, hq_n, hq_cap;
 	uint64_t held_bytes, live_hold, live_wait_ns;
 	bool hold_warned;
+	/* progress (opts.progress_bytes): perf.data bytes read, bytes of
+	 * the dumps read whole (or as far as a live one grew), and of the
+	 * dumps opened */
+	uint64_t prog_in, prog_dumps, prog_dumps_total;
 	/* why the first dump left out was left out: the run's error when
 	 * no dump at all is injected (pg_inject() fails then) */
 	char first_failed[PG_ERRMSG_MAX];
@@ -513,6 +517,17 @@ static void note_failed(struct inj *j, const char *fmt, ...)
  * dump that cannot be used (damaged, wrong clock) is a warning and the
  * rest goes on; an image that cannot be written (a full disk) fails the
  * run, since the output would silently lack that code. */
+/* opts.progress_bytes, with dump_done bytes of the dump being read */
+static void report_progress(struct inj *j, uint64_t dump_done)
+{
+	bool pipe = pg_perfdata_pipe(j->pd);
+	uint64_t total = pipe ? 0 : pg_perfdata_data_size(j->pd) + j->prog_dumps_total;
+
+	if (j->o->progress_bytes)
+		j->o->progress_bytes(j->o->progress_ctx, j->prog_in + j->prog_dumps + dump_done,
+				     total);
+}
+
 static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by_hand,
 		     struct live *lv, bool final)
 {
@@ -533,7 +548,7 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 	char prefix[64];
 	bool arch, fatal = false;
 	pg_warn_fn warn = dd->warn;
-	uint64_t nev = 0, last = 0, limit = UINT64_MAX;
+	uint64_t nev = 0, nread = 0, last = 0, limit = UINT64_MAX;
 	struct pg_u64map wanted = PG_U64MAP_INIT(1);
 	int ret;
 
@@ -559,6 +574,8 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 		}
 		goto fail;
 	}
+	if (!lv)	/* a live one counts as it grows (poll_live) */
+		j->prog_dumps_total += pg_code_size(src);
 	h = pg_code_process(src);
 	if (want_pid && h->pid != want_pid && (!lv || final))
 		pg_warn(j->diag, "%s: the dump says pid %u, its mmap was made by pid %u; using the dump's",
@@ -606,6 +623,8 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 			break;
 		}
 		last = rec.time;
+		if (!lv && !(nread++ & 0x3ff))
+			report_progress(j, rec.src_offset);
 		if (lv && nev++ < lv->nev) {	/* injected by an earlier read */
 			if (rec.kind != PG_CODE_LOAD || !pg_u64map_get(&wanted, rec.id))
 				continue;
@@ -695,6 +714,8 @@ fail:
 	pg_warn(j->diag, "%s; this dump is not injected", dd->err);
 	ret = 0;
 out:
+	if (src && !lv)
+		j->prog_dumps += pg_code_size(src);
 	pg_u64map_free(&wanted);
 	pg_elfset_free(set);
 	pg_code_close(src);
@@ -742,6 +763,8 @@ static int poll_live(struct inj *j, struct live *lv, bool final)
 			lv->ended = lv->stale = true;
 		return 0;
 	}
+	if ((uint64_t)sb.st_size > lv->size)	/* progress: what it grew by */
+		j->prog_dumps += (uint64_t)sb.st_size - lv->size;
 	lv->size = (uint64_t)sb.st_size;
 	j->st->live_reads++;
 	if (final)
@@ -1388,6 +1411,16 @@ static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 		if (o->progress && !pg_perfdata_pipe(j.pd) && !(st->records_in & 0xffff))
 			o->progress(o->progress_ctx, (double)r.offset /
 					(double)(pg_perfdata_data_size(j.pd) + 1));
+		j.prog_in = r.offset + r.size;
+		if (!(st->records_in & 0x3ff))
+			report_progress(&j, 0);
+	}
+	/* the whole input read: 100% (the header and the sections after
+	 * the data are not in the total) */
+	if (ret == 0) {
+		if (!pg_perfdata_pipe(j.pd))
+			j.prog_in = pg_perfdata_data_size(j.pd);
+		report_progress(&j, 0);
 	}
 	/* the input ended: every dump is read for the last time, and what
 	 * waited for them goes out */
@@ -1416,8 +1449,10 @@ static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 	 * output's name: a run that fails or is killed before the end leaves
 	 * the earlier output and its images as they were. */
 	if (!ret && j.w) {
-		st->output_bytes = pg_pdw_bytes(j.w);
-		ret = pg_pdw_finish(j.w);
+		/* the size once finished: the compression workers and the
+		 * trailing sections are written only then */
+		if (!(ret = pg_pdw_finish(j.w)))
+			st->output_bytes = pg_pdw_bytes(j.w);
 	}
 	if (!ret)
 		ret = commit_sets(&j);

@@ -749,7 +749,10 @@ static int convert(const struct pg_xray_opts *o, struct pg_diag *diag,
 	if (ret < 0) {
 		pg_pdw_abort(cv.w);
 	} else {
-		st->out_bytes = pg_pdw_bytes(cv.w);
+		/* the size once the compression workers and the trailing
+		 * sections are written: before, it lags behind the file */
+		if (!(ret = pg_pdw_finish(cv.w)))
+			st->out_bytes = pg_pdw_bytes(cv.w);
 		ret = pg_pdw_close(cv.w);
 	}
 out:
