@@ -219,8 +219,9 @@ run1() {
 sides() { if (( $1 % 2 )); then echo base new; else echo new base; fi; }
 pg_of() { if [ "$1" = new ]; then echo "$pg_new"; else echo "$pg_base"; fi; }
 
-# cmd_CASE... set the array cmd for one run of a case kind by side's
-# perfgraft PG writing into DIR, from the part's current inputs.
+# Sets the array cmd to one run of a case KIND by perfgraft PG, writing
+# into DIR, from the part's current inputs (in_dump, in_pdata, in_trace,
+# in_bin).
 set_cmd() { # KIND PG DIR
 	local k=$1 p=$2 d=$3
 	case $k in
@@ -231,7 +232,7 @@ set_cmd() { # KIND PG DIR
 	xray)
 		cmd=("$p" xray -q "$in_trace" -b "$in_bin" -o "$d/out.data") ;;
 	account)
-		# shellcheck disable=SC2086
+		# shellcheck disable=SC2206	# ACCOUNT_ARGS: words
 		cmd=("$p" xray $account_args "$in_trace" -b "$in_bin") ;;
 	*) fail "set_cmd: $k" ;;
 	esac
