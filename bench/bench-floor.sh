@@ -51,10 +51,10 @@
 # (where the work directory goes: inject and elf write there, and so does
 # the floor's cat).
 #
-# With the defaults it takes about 10-12 minutes on 2 CPUs (building BASE
-# about 1-2 of them).  MB = 10^6 bytes.  Nothing under ~/.debug is touched:
-# perf gets --buildid-dir and perf record -N, perfgraft inject
-# --buildid-dir, all in the work directory.  Exits 0 whatever the targets
+# With the defaults it takes an estimated 5-7 minutes on 2 idle CPUs (17-18
+# at a load average of 12-15), plus 1-2 to build BASE.  MB = 10^6 bytes.
+# Nothing under ~/.debug is touched: perf gets --buildid-dir and perf
+# record -N, perfgraft inject --buildid-dir, all in the work directory.  Exits 0 whatever the targets
 # say; 1 when perfgraft, perf, node, clang or the base build fails; 2 on a
 # setup problem.
 set -euo pipefail
@@ -74,7 +74,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--keep) [ $# -ge 2 ] || die "--keep needs a directory"; keep=$2; shift ;;
 	--keep=*) keep=${1#--keep=} ;;
-	-h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '3,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	-*) die "unknown option $1 (see --help)" ;;
 	*) if [ -z "$new_build" ]; then new_build=$1
 	   elif [ -z "$base" ]; then base=$1
@@ -162,6 +162,8 @@ EOF
 }
 read -r new_rev new_bt new_nd < <(build_info "$new_build")
 
+# Before the base build, whose own load would show in the load average.
+machine_line "bench-floor: "
 # ---- the base build -------------------------------------------------------
 if [ -x "$base/perfgraft" ]; then
 	pg_base=$(cd "$base" && pwd)/perfgraft
@@ -182,7 +184,6 @@ else
 	base_desc="${rev:0:7} ($base), built here in $(( $(date +%s) - t0 )) s, $new_bt"
 fi
 
-machine_line "bench-floor: "
 say "new:  $pg_new ($new_rev, $new_bt)"
 say "base: $base_desc"
 say "$runs counted rounds after 1 warm-up, new and base alternating; SCALE $scale; parts: $parts"
@@ -323,7 +324,8 @@ elif part == "move":
         print(f"{'move memory/packed ' + npairs:28} time: " + ", ".join(out))
 elif part == "xray":
     tx, ta = float(t["xray_mbs"]), float(t["account_mbs"])
-    print(f"\nxray: perfgraft xray TRACE -b xray-big -o out.data (2 threads, zstd level 1); target >= {tx:.0f} MB/s of trace")
+    print(f"\nxray: perfgraft xray TRACE -b xray-big -o out.data (xray-big's two threads; defaults: zstd level 1 on two\n"
+          f"threads); target >= {tx:.0f} MB/s of trace (medians of {t['runs']} rounds)")
     print(f"{'':20} {'trace MB':>8} | {'new s':>7} {'MB/s':>6} {'RSS MB':>7} | {'base s':>7} {'MB/s':>6} {'RSS MB':>7} | "
           f"{'new/base':>8} | {'new':>4} | {'base':>4}")
     for size in t["sizes"].split():
