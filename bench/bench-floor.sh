@@ -56,7 +56,7 @@
 # the floor's cat).
 #
 # With the defaults it takes an estimated 5-7 minutes on 2 idle CPUs (17-18
-# at a load average of 12-15), plus 1-2 to build BASE.  MB = 10^6 bytes.
+# at a load average of 12-15), plus 0.5 to build BASE.  MB = 10^6 bytes.
 # Nothing under ~/.debug is touched: perf gets --buildid-dir and perf
 # record -N, perfgraft inject --buildid-dir, all in the work directory.  Exits 0 whatever the targets
 # say; 1 when perfgraft, perf, node, clang or the base build fails; 2 on a
