@@ -19,6 +19,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/lib.sh"	# machine_line
 root=$(dirname "$here")
 build=${1:-$root/build}
 dump=${2:-}
@@ -37,6 +38,7 @@ pg=$build/perfgraft
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench-elf.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
+machine_line "bench-elf: "
 
 if [ -z "$dump" ]; then
 	command -v "$node" >/dev/null || die "no $node to generate a dump; pass DUMP"

@@ -97,6 +97,7 @@ if ! msg=$("$pg" gperf --help 2>&1 >/dev/null); then
 fi
 
 work_dir bench-gperf "$keep"
+machine_line "bench-gperf: "
 bin=$tmp/gperf-big
 prof=$tmp/gperf-big.prof
 logs=$tmp/logs

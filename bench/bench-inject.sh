@@ -51,6 +51,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/lib.sh"	# machine_line, node_record
 root=$(dirname "$here")
 build=${1:-$root/build}
 runs=${RUNS:-1}
@@ -99,6 +100,7 @@ debug=$tmp/debug	# perf's build-id cache
 logs=$tmp/logs
 mkdir "$rec" "$pdir" "$gdir" "$mdir" "$debug" "$logs"
 touch "$logs/start"
+machine_line "bench-inject: "
 
 now_ns() { date +%s%N; }
 # Sorted list of every path under $1 (files, links, directories).
@@ -222,11 +224,7 @@ dwarf_bench() {
 	local d=$tmp/dwarf i t0 t1 dt best='' ps code files du wrote carry
 	mkdir -p "$d/rec" "$d/pg" "$d/perf"
 	echo "bench-inject: DWARF call graphs: $perf record -k mono --call-graph dwarf -e cpu-clock -N -- $node gen-big-node.js $gen_args"
-	# shellcheck disable=SC2086
-	(cd "$d/rec" && "$perf" --buildid-dir "$debug" record -k mono --call-graph dwarf \
-		-e cpu-clock -N -o perf.data -- "$node" --perf-prof --perf-prof-unwinding-info \
-		--interpreted-frames-native-stack "$here/gen-big-node.js" $gen_args \
-		>"$logs/dwarf-record.out" 2>"$logs/dwarf-record.err") ||
+	node_record "$d/rec" "$gen_args" "$debug" "$logs/dwarf-record" --call-graph dwarf ||
 		{ tail -n 20 "$logs/dwarf-record.err" >&2; fail "perf record --call-graph dwarf / node"; }
 	code=$("$pg" dump --json "$d"/rec/jit-*.dump 2>/dev/null | python3 -c '
 import json, sys
@@ -349,11 +347,7 @@ fi
 
 # ---- 1. record ---------------------------------------------------------
 echo "bench-inject: recording: $perf record -k mono -g -e cpu-clock -N -- $node gen-big-node.js $gen_args"
-# shellcheck disable=SC2086
-if ! (cd "$rec" && "$perf" --buildid-dir "$debug" record -k mono -g -e cpu-clock -N \
-	-o perf.data -- "$node" --perf-prof --perf-prof-unwinding-info \
-	--interpreted-frames-native-stack "$here/gen-big-node.js" $gen_args \
-	>"$logs/record.out" 2>"$logs/record.err"); then
+if ! node_record "$rec" "$gen_args" "$debug" "$logs/record"; then
 	tail -n 20 "$logs/record.err" >&2
 	fail "perf record / node"
 fi

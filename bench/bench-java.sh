@@ -30,6 +30,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/lib.sh"	# machine_line
 root=$(dirname "$here")
 build=${1:-$root/build}
 runs=${RUNS:-5}
@@ -59,6 +60,7 @@ done
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench-java.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
+machine_line "bench-java: "
 mkdir "$tmp/classes" "$tmp/runs" "$tmp/rec" "$tmp/pg" "$tmp/perf" "$tmp/debug"
 "$javac" -d "$tmp/classes" "$root/tests/java/org/perfgraft/work/Workload.java" ||
 	fail "javac"

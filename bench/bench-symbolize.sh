@@ -24,8 +24,10 @@
 # on each address file and the median wall time counts), REF_RUNS (default
 # 3: the same for addr2line, all images' processes together), SEED (default 1),
 # GEN_ARGS (default "20000 1 3": arguments for gen-big-node.js), NODE
-# (default node), ADDR2LINE (default addr2line), TMPDIR (where the work
-# directory goes).
+# (default node), ADDR2LINE (default addr2line), ELF_LAYOUT (default
+# memory, perfgraft elf's default: the layout of the images addr2line reads,
+# named in the ratio lines; packed puts almost every function in one image),
+# TMPDIR (where the work directory goes).
 #
 # Then `perfgraft perf-map` writes the same dump's perf map RUNS times
 # (median wall time, peak RSS), and the map is checked to be sorted with no
@@ -66,6 +68,7 @@ seed=${SEED:-1}
 node=${NODE:-node}
 a2l=${ADDR2LINE:-addr2line}
 gen_args=${GEN_ARGS:-20000 1 3}
+elf_layout=${ELF_LAYOUT:-memory}
 
 die() { echo "bench-symbolize: $*" >&2; exit 2; }
 fail() { echo "bench-symbolize: FAILED: $*" >&2; exit 1; }
@@ -125,6 +128,7 @@ if [ -n "$dump" ]; then
 fi
 
 work_dir bench-symbolize "$keep"
+machine_line "bench-symbolize: "
 logs=$tmp/logs
 mkdir "$logs"
 ref_py=$here/symbolize-ref.py
@@ -242,12 +246,12 @@ fi
 ref_failed=0
 if [ "$reference" = 1 ]; then
 	mkdir "$tmp/img"
-	if ! timed elf "$pg" elf -q "$dump" -o "$tmp/img" --list; then
+	if ! timed elf "$pg" elf -q --layout "$elf_layout" "$dump" -o "$tmp/img" --list; then
 		tail -n 20 "$logs/elf.err" >&2
 		fail "$pg elf $dump --list"
 	fi
 	mv "$logs/elf.out" "$tmp/list.tsv"
-	say "perfgraft elf --list: $(wc -l <"$tmp/list.tsv") functions in $(find "$tmp/img" -type f | wc -l) images, $(times_of elf | cut -d' ' -f1) s"
+	say "perfgraft elf --layout $elf_layout --list: $(wc -l <"$tmp/list.tsv") functions in $(find "$tmp/img" -type f | wc -l) images, $(times_of elf | cut -d' ' -f1) s"
 	for p in "${passes[@]}"; do
 		rdir=$tmp/ref.$p
 		mkdir "$rdir"
@@ -336,10 +340,10 @@ if [ "$run_pg" = 1 ] && [ "$reference" = 1 ]; then
 	for p in "${passes[@]}"; do
 		read -r ps pkb < <(times_of "pg.$p")
 		read -r as akb < <(times_of "a2l.$p")
-		awk -v p="$p" -v n="$count" -v ps="$ps" -v pkb="$pkb" -v na="$(cat "$logs/a2l.$p.count")" -v as="$as" -v akb="$akb" 'BEGIN {
+		awk -v p="$p" -v lay="$elf_layout" -v n="$count" -v ps="$ps" -v pkb="$pkb" -v na="$(cat "$logs/a2l.$p.count")" -v as="$as" -v akb="$akb" 'BEGIN {
 			# /usr/bin/time has 10 ms resolution: count 0.00 s as 0.01 s.
 			pr = n / (ps > 0 ? ps : 0.01); ar = na / (as > 0 ? as : 0.01)
-			printf "%s: perfgraft/addr2line rate = %.1fx, peak RSS perfgraft/addr2line = %.2fx\n", p, pr / ar, (akb ? pkb / akb : 0) }'
+			printf "%s: perfgraft/addr2line rate = %.1fx (addr2line on %s-layout images), peak RSS perfgraft/addr2line = %.2fx\n", p, pr / ar, lay, (akb ? pkb / akb : 0) }'
 	done
 fi
 if [ "$run_pg" = 1 ]; then

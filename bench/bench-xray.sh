@@ -41,10 +41,9 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/lib.sh"	# work_dir, timed, times_of
+. "$here/lib.sh"	# work_dir, timed, times_of, machine_line, xray_*
 root=$(dirname "$here")
 
-bytes_per_iter=1886	# xray-big: trace bytes an iteration (both threads)
 target_account=100	# account wall / perfgraft wall, at least
 target_convert=20	# convert wall / perfgraft wall, at least
 target_rss_mb=100	# perfgraft peak RSS, at most
@@ -102,6 +101,7 @@ if [ "$run_pg" = 1 ]; then
 fi
 
 work_dir bench-xray "$keep"
+machine_line "bench-xray: "
 bin=$tmp/xray-big
 trace=$tmp/trace.fdr
 logs=$tmp/logs
@@ -118,21 +118,16 @@ median_of() { # NAME N
 }
 
 # ---- 1. build xray-big and make the trace ------------------------------
-iterations=$(( (size_mb * 1000000 + bytes_per_iter / 2) / bytes_per_iter ))
+iterations=$(xray_iterations $((size_mb * 1000000)))
 echo "bench-xray: building xray-big with $clangxx"
-"$clangxx" -O1 -fxray-instrument -fxray-instruction-threshold=1 \
-	"$here/xray-big.cc" -o "$bin" -lpthread 2>"$logs/build.err" ||
+xray_build "$clangxx" "$bin" 2>"$logs/build.err" ||
 	{ cat "$logs/build.err" >&2; fail "$clangxx xray-big.cc"; }
 
 echo "bench-xray: making a ~$size_mb MB FDR trace: xray-big $iterations"
-if ! (cd "$tmp" && export XRAY_OPTIONS="xray_mode=xray-fdr xray_logfile_base=$tmp/xray-big-" &&
-	timed gen "$bin" "$iterations"); then
+if ! xray_trace gen "$bin" "$iterations" "$trace"; then
 	tail -n 20 "$logs/gen.err" >&2
 	fail "xray-big $iterations"
 fi
-mapfile -t logs_written < <(find "$tmp" -maxdepth 1 -name 'xray-big-*')
-[ "${#logs_written[@]}" -eq 1 ] || fail "expected one xray-big-* trace in $tmp, found ${#logs_written[@]}"
-mv "${logs_written[0]}" "$trace"
 read -r gen_s _ < <(times_of gen)
 trace_bytes=$(stat -c %s "$trace")
 
