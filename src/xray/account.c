@@ -689,8 +689,8 @@ static const char *base_name(const char *p)
 
 /* account's FuncIdConversionHelper: the symbolizer's function name and
  * file:line:column of the function's address; "#ID" and "(unknown)" for
- * an ID without one, "@(hex)" when the map is no object the symbolizer
- * reads (a YAML map) */
+ * an ID without one; for a YAML map, where the symbolizer finds nothing,
+ * its "@(hex)" and "<invalid>:0:0" */
 static int name_row(struct row *r, const pg_xray_map *m)
 {
 	const struct pg_xray_func *f = m ? pg_xray_map_func(m, (uint32_t)r->id) : NULL;
@@ -706,7 +706,7 @@ static int name_row(struct row *r, const pg_xray_map *m)
 		if (asprintf(&r->own_func, "@(%" PRIx64 ")", f->addr) < 0)
 			return -ENOMEM;
 		r->func = r->own_func;
-		r->debug = "(unknown)";
+		r->debug = "<invalid>:0:0";
 		return 0;
 	}
 	r->func = f->name;
