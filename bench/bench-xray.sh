@@ -3,8 +3,7 @@
 # Benchmark: `perfgraft xray` against `llvm-xray account -k` and `llvm-xray
 # convert -output-format=trace_event` on one large LLVM XRay FDR trace (two
 # threads, about 12 million calls, 192 MB by default) written by
-# bench/xray-big.cc; then bench-xray-account.sh on the same trace (`perfgraft
-# xray --account` against the perf script and llvm-xray YAML routes).  Targets: at least 100x faster than account, at least
+# bench/xray-big.cc.  Targets: at least 100x faster than account, at least
 # 20x faster than convert, peak RSS at most 100 MB.
 #
 # usage: bench/bench-xray.sh [SIZE_MB] [--keep DIR] [--no-reference]
