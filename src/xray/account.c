@@ -74,6 +74,7 @@ struct acct {
 	struct thr *thr;
 	size_t nthr, tcap;
 	struct pg_u64map tids;	/* tid -> index */
+	size_t last;		/* index of the thread of the previous record + 1 */
 	struct pg_u64map rdepth; /* (thread << 32 | id) -> account's RecursionStatus */
 	uint64_t bytes;
 };
@@ -167,9 +168,12 @@ static int record_latency(struct acct *a, int32_t id, uint64_t v)
 static struct thr *thread_of(struct acct *a, uint32_t tid)
 {
 	bool added;
-	size_t *ix = pg_u64map_put(&a->tids, tid, &added);
+	size_t *ix;
 
-	if (!ix)
+	/* records come in runs of one thread: skip the hash for them */
+	if (a->last && a->thr[a->last - 1].tid == tid)
+		return &a->thr[a->last - 1];
+	if (!(ix = pg_u64map_put(&a->tids, tid, &added)))
 		return NULL;
 	if (added) {
 		if (a->nthr == a->tcap) {
@@ -187,6 +191,7 @@ static struct thr *thread_of(struct acct *a, uint32_t tid)
 		a->thr[a->nthr++] = (struct thr){ .tid = tid };
 		a->st->threads++;
 	}
+	a->last = *ix + 1;
 	return &a->thr[*ix];
 }
 
