@@ -271,6 +271,32 @@ class XrayAccount(unittest.TestCase):
         self.assertEqual(got.stdout.splitlines()[0], "Functions with latencies: 60")
         self.assertEqual(len(got.stdout.splitlines()), 5)
 
+    def test_deep_stacks_deduction(self):
+        """Stacks past 256 frames (perfgraft then counts open frames by
+        function, so that -d's search for an exit's function costs no scan
+        of the whole stack): exits of functions in the stack, deep down,
+        and not in it, against the YAML route, with -d and
+        --recursive-calls-only."""
+        import random
+        rng = random.Random(7)
+        t = gen.BasicTrace(3, cycle_frequency=1000, padding="zero", seed=5)
+        ths = [t.thread(70 + i, 70) for i in range(2)]
+        tsc = 100
+        for rnd in range(6):
+            for th in ths:
+                for _ in range(300 + 40 * rnd):
+                    tsc += rng.randint(0, 2)
+                    th.enter(rng.randint(1, 40), tsc)
+                for _ in range(250):
+                    tsc += rng.randint(0, 3)
+                    th.exit(rng.randint(1, 60), tsc)   # 41-60: never entered
+        trace = os.path.join(self.tmp, "deep.xray")
+        t.build("deep").write(trace)
+        for args in (("-k", "-d"), ("-k", "-d", "--recursive-calls-only"),
+                     ("-k", "-d", "-f", "csv", "-s", "count")):
+            with self.subTest(args=args):
+                self.same(trace, None, args)
+
     # ---- the command ---------------------------------------------------------
     def test_output_file_and_usage(self):
         case = gen_ties()

@@ -58,7 +58,15 @@ struct thr {
 	uint32_t tid;
 	struct frame *st;
 	size_t n, cap;
+	bool indexed;		/* its open frames are counted in acct.open */
 };
+
+/* -d looks for an exit's function down the stack.  account scans it, and
+ * a hostile trace (a deep stack, then exits of a function not in it) makes
+ * that quadratic.  A thread deeper than this has its open frames counted
+ * by function, until its stack empties again: a function not in the stack
+ * is then known at once, and a scan that finds one pops what it passed. */
+#define INDEX_DEPTH 256
 
 struct acct {
 	const struct pg_xray_account_opts *o;
@@ -76,6 +84,7 @@ struct acct {
 	struct pg_u64map tids;	/* tid -> index */
 	size_t last;		/* index of the thread of the previous record + 1 */
 	struct pg_u64map rdepth; /* (thread << 32 | id) -> account's RecursionStatus */
+	struct pg_u64map open;	/* (thread << 32 | id) -> open frames, indexed threads */
 	uint64_t bytes;
 };
 
@@ -249,6 +258,29 @@ static int frame_latency(struct acct *a, const struct thr *t, const struct frame
 	return record_latency(a, f->id, tsc > f->tsc ? tsc - f->tsc : f->tsc - tsc);
 }
 
+static uint64_t tkey(const struct acct *a, const struct thr *t, int32_t id)
+{
+	return (uint64_t)(t - a->thr) << 32 | (uint32_t)id;
+}
+
+static int open_add(struct acct *a, const struct thr *t, int32_t id)
+{
+	uint64_t *c = pg_u64map_put(&a->open, tkey(a, t, id), NULL);
+
+	if (!c)
+		return -ENOMEM;
+	++*c;
+	return 0;
+}
+
+static void open_drop(struct acct *a, const struct thr *t, int32_t id)
+{
+	uint64_t *c = pg_u64map_get(&a->open, tkey(a, t, id));
+
+	if (c && !--*c)
+		pg_u64map_del(&a->open, tkey(a, t, id));
+}
+
 static int reject(struct acct *a, const struct pg_xr_record *r, const struct thr *t,
 		  const char *why)
 {
@@ -286,6 +318,15 @@ static int account_record(struct acct *a, const struct pg_xr_record *r)
 			t->cap = nc;
 		}
 		t->st[t->n++] = (struct frame){ .id = id, .tsc = r->tsc };
+		if (t->indexed) {
+			if ((ret = open_add(a, t, id)) < 0)
+				return ret;
+		} else if (a->o->deduce_sibling_calls && t->n > INDEX_DEPTH) {
+			t->indexed = true;
+			for (size_t k = 0; k < t->n; k++)
+				if ((ret = open_add(a, t, t->st[k].id)) < 0)
+					return ret;
+		}
 		return a->o->recursive_calls_only ? rec_enter(a, t, id) : 0;
 	}
 	if (!t->n) {
@@ -299,8 +340,11 @@ static int account_record(struct acct *a, const struct pg_xr_record *r)
 			a->st->exits_unmatched++;
 			return reject(a, r, t, "while another function is the innermost call (-d closes the calls above it)");
 		}
-		for (i = t->n - 1; i > 0 && t->st[i - 1].id != id; i--)
-			;
+		if (t->indexed && !pg_u64map_get(&a->open, tkey(a, t, id)))
+			i = 0;
+		else
+			for (i = t->n - 1; i > 0 && t->st[i - 1].id != id; i--)
+				;
 		if (!i) {
 			a->st->exits_unmatched++;
 			return reject(a, r, t, "that is not among the open calls");
@@ -316,6 +360,11 @@ static int account_record(struct acct *a, const struct pg_xr_record *r)
 		for (size_t k = t->n; k-- > i;)
 			if ((ret = rec_leave(a, t, t->st[k].id)) < 0)
 				return ret;
+	if (t->indexed) {
+		for (size_t k = i; k < t->n; k++)
+			open_drop(a, t, t->st[k].id);
+		t->indexed = i > 0;	/* empty: its counts are all gone */
+	}
 	t->n = i;
 	return 0;
 }
@@ -803,7 +852,8 @@ int pg_xray_account(const struct pg_xray_account_opts *o, FILE *out, struct pg_d
 	struct acct a = { .o = o, .diag = diag, .st = st, .name = o->trace,
 			  .big = PG_U64MAP_INIT(sizeof(size_t)),
 			  .tids = PG_U64MAP_INIT(sizeof(size_t)),
-			  .rdepth = PG_U64MAP_INIT(sizeof(uint32_t)) };
+			  .rdepth = PG_U64MAP_INIT(sizeof(uint32_t)),
+			  .open = PG_U64MAP_INIT(sizeof(uint64_t)) };
 	pg_xray_map *m = NULL;
 	pg_xray *t = NULL;
 	struct pg_xr_record r;
@@ -836,6 +886,7 @@ out:
 	pg_u64map_free(&a.big);
 	pg_u64map_free(&a.tids);
 	pg_u64map_free(&a.rdepth);
+	pg_u64map_free(&a.open);
 	pg_xray_close(t);
 	pg_xray_map_close(m);
 	return ret;
