@@ -261,6 +261,14 @@ class XrayAccount(unittest.TestCase):
                         args = ("-s", key, "-r", order) + top + fmt
                         with self.subTest(args=" ".join(args)):
                             self.same(trace, None, args, y)
+        # llvm-xray's single-dash spellings, as pasted from an account
+        # command line
+        for args in (("-keep-going", "-deduce-sibling-calls", "-format=csv", "-sort", "count",
+                      "-sortorder=dsc", "-top=9"),
+                     ("-format", "csv", "-sort=sum", "-sortorder", "dsc", "-top", "4"),
+                     ("--format=text", "--sort=min", "--top=5", "-recursive-calls-only")):
+            with self.subTest(args=" ".join(args)):
+                self.same(trace, None, args, y)
         # -s func: by name (account lists it but aborts); names are #ID here
         got = self.mine(trace, ("-f", "csv", "-s", "func", "-r", "dsc"))
         names = [ln.rsplit(",", 1)[1] for ln in got.stdout.splitlines()[1:]]

@@ -187,6 +187,47 @@ static void progress(void *ctx, double done)
 		fprintf(stderr, "\rperfgraft: xray: %3d%%", (int)(100 * done));
 }
 
+/* With --account, llvm-xray's single-dash spellings of account's long
+ * options (-format=csv, -sort count, -keep-going, ...), so that an account
+ * command line can be pasted: each becomes its --form.  Only spellings
+ * that would otherwise fail are taken (-format is no valid -f, -keep-going
+ * no run of flags); -output only as -output=FILE, since -output alone is
+ * -o utput. */
+static void account_spellings(int argc, char **argv)
+{
+	static const char *const names[] = { "format", "sort", "sortorder", "top", "instr_map",
+					     "keep-going", "deduce-sibling-calls",
+					     "recursive-calls-only", "output" };
+	bool account = false;
+
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		account |= !strcmp(argv[i], "--account");
+	if (!account)
+		return;
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		const char *a = argv[i];
+
+		if (a[0] != '-' || a[1] == '-' || !a[1])
+			continue;
+		for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+			size_t n = strlen(names[k]);
+
+			if (strncmp(a + 1, names[k], n) || (a[1 + n] && a[1 + n] != '=') ||
+			    (!strcmp(names[k], "output") && !a[1 + n]))
+				continue;
+			/* argv's strings are the process's: this one lives to exit */
+			char *b = malloc(strlen(a) + 2);
+
+			if (b) {
+				b[0] = '-';
+				strcpy(b + 1, a);
+				argv[i] = b;
+			}
+			break;
+		}
+	}
+}
+
 int cmd_xray(int argc, char **argv)
 {
 	enum { OPT_NO_EVENTS = 256, OPT_NO_SAMPLES, OPT_PIPE, OPT_FUNCTIONS, OPT_MAX_GAP,
@@ -229,6 +270,7 @@ int cmd_xray(int argc, char **argv)
 	char *end;
 	int c, ret;
 
+	account_spellings(argc, argv);
 	while ((c = getopt_long(argc, argv, "b:m:o:F:z:kds:r:p:f:qvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'F': conv_opt = "--frequency"; break;
