@@ -166,9 +166,10 @@ static int run_account(const struct pg_xray_account_opts *ao, const char *output
 	}
 	cli_warnings_flush(w);
 	if (!quiet && !status) {
-		fprintf(stderr, "perfgraft: xray --account: %s: %llu function records on %llu threads, %llu calls of %llu functions in %.2f s (latencies: %.1f MB)\n",
+		fprintf(stderr, "perfgraft: xray --account: %s: %llu function records on %llu thread%s, %llu calls of %llu function%s in %.2f s (latencies: %.1f MB)\n",
 			ao->trace, (unsigned long long)st.records, (unsigned long long)st.threads,
-			(unsigned long long)st.calls, (unsigned long long)st.functions,
+			st.threads == 1 ? "" : "s", (unsigned long long)st.calls,
+			(unsigned long long)st.functions, st.functions == 1 ? "" : "s",
 			now_seconds() - t0, st.latency_bytes / 1e6);
 		if (st.exits_empty || st.exits_unmatched || st.deduced || st.unfinished)
 			fprintf(stderr, "perfgraft: xray --account: as account does: %llu exits with no call open and %llu exits matching no open call skipped, %llu calls closed by an outer exit (-d), %llu calls never exited not counted\n",

@@ -39,6 +39,7 @@
 #include "xray/account.h"
 
 #define SMALL_IDS (1u << 20)	/* IDs below: a direct table; beyond: a hash */
+#define WARN_MAX 1000		/* -k's warnings; the rest are counted */
 
 struct fn {
 	int32_t id;
@@ -83,6 +84,7 @@ struct acct {
 	size_t nthr, tcap;
 	struct pg_u64map tids;	/* tid -> index */
 	size_t last;		/* index of the thread of the previous record + 1 */
+	uint64_t warned;	/* records skipped by -k */
 	struct pg_u64map rdepth; /* (thread << 32 | id) -> account's RecursionStatus */
 	struct pg_u64map open;	/* (thread << 32 | id) -> open frames, indexed threads */
 	uint64_t bytes;
@@ -289,9 +291,12 @@ static int reject(struct acct *a, const struct pg_xr_record *r, const struct thr
 			      "%s: offset %" PRIu64 ": %s of function %" PRId32 " on thread %" PRIu32 " %s (llvm-xray account stops here too; -k skips such records)",
 			      a->name, r->offset, r->kind == PG_XR_TAIL_EXIT ? "tail exit" : "exit",
 			      (int32_t)r->func_id, t->tid, why);
-	pg_warn(a->diag, "%s: offset %" PRIu64 ": %s of function %" PRId32 " on thread %" PRIu32 " %s; skipped (-k)",
-		a->name, r->offset, r->kind == PG_XR_TAIL_EXIT ? "tail exit" : "exit",
-		(int32_t)r->func_id, t->tid, why);
+	/* a warning each, up to WARN_MAX: past them a hostile trace would
+	 * spend its time formatting messages; the summary counts them all */
+	if (++a->warned <= WARN_MAX)
+		pg_warn(a->diag, "%s: offset %" PRIu64 ": %s of function %" PRId32 " on thread %" PRIu32 " %s; skipped (-k)",
+			a->name, r->offset, r->kind == PG_XR_TAIL_EXIT ? "tail exit" : "exit",
+			(int32_t)r->func_id, t->tid, why);
 	return 0;
 }
 
@@ -871,6 +876,9 @@ int pg_xray_account(const struct pg_xray_account_opts *o, FILE *out, struct pg_d
 		pg_err(diag, ret, "out of memory");
 	if (ret < 0)
 		goto out;
+	if (a.warned > WARN_MAX)
+		pg_warn(diag, "%s: %" PRIu64 " more exits skipped (-k) without a warning each",
+			o->trace, a.warned - WARN_MAX);
 	for (size_t i = 0; i < a.nthr; i++)
 		st->unfinished += a.thr[i].n;
 	st->functions = a.nfns;
