@@ -325,6 +325,16 @@ BEGIN {
 	printf "convert/perfgraft wall  %s (%s%.1fx vs >= %dx)%s\n", pm(rc >= t_conv), gc, rc, t_conv, note(conv_st, conv_to, "convert")
 	printf "perfgraft peak RSS      %s (%.1f MB vs <= %d MB)\n", pm(mb(pg_kb) <= t_rss), mb(pg_kb), t_rss
 }'
+# ---- 5. account: --account against the perf script and YAML routes ----
+# (bench-xray-account.sh on this trace and binary; its own small trace for
+# the routes that cannot read this one in reasonable time and memory)
+if [ "$run_pg" = 1 ]; then
+	acc_args=()
+	[ "$reference" = 1 ] || acc_args=(--no-reference)
+	XRAY_TRACE=$trace XRAY_BIN=$bin PERFGRAFT=$pg LLVM_XRAY=${xray:-llvm-xray} RUNS=$runs \
+		bash "$here/bench-xray-account.sh" "${acc_args[@]}" ||
+		echo "bench-xray: bench-xray-account.sh failed (exit status $?)" >&2
+fi
 if [ -n "$keep" ]; then
 	echo "bench-xray: kept $tmp (trace.fdr, xray-big, logs/)"
 fi

@@ -5,7 +5,10 @@
  *     so ASan sees any length that escapes the input;
  *  2. convert it (as a file in the scratch directory) into perf.data in
  *     both file and pipe mode, which runs the stack recovery and the
- *     record encoders on whatever the reader let through. */
+ *     record encoders on whatever the reader let through;
+ *  3. account it (xray --account) with options picked by the input's
+ *     bytes: the stacks, -d's search, the percentiles and account's sort
+ *     on whatever the reader let through. */
 #ifndef PG_FUZZ_XRAY_WALK_H
 #define PG_FUZZ_XRAY_WALK_H
 
@@ -14,6 +17,10 @@
 
 #include <perfgraft/xray.h>
 #include "fuzz_tmpdir.h"
+#if __has_include("xray/account.h")	/* internal: the instrumented copy of the library */
+#include "xray/account.h"
+#define FUZZ_ACCOUNT 1
+#endif
 
 static volatile uint64_t xray_sink;
 
@@ -77,6 +84,23 @@ static int xray_fuzz_one(const uint8_t *data, size_t size)
 
 		(void)pg_xray_convert(&o, &diag, &st);
 	}
+#ifdef FUZZ_ACCOUNT
+	{
+		static FILE *null;
+		uint8_t k = size > 4 ? data[4] : 0, s = size > 5 ? data[5] : 0;
+		struct pg_xray_account_opts ao = {
+			.trace = in, .keep_going = !(k & 1), .deduce_sibling_calls = !(k & 2),
+			.recursive_calls_only = k & 4, .csv = k & 8, .descending = k & 16,
+			.sort = (enum pg_xa_sort)(s % 9), .top = (k >> 5) & 3,
+		};
+		struct pg_xray_account_stats as;
+
+		if (!null)
+			null = fopen("/dev/null", "w");
+		if (null)
+			(void)pg_xray_account(&ao, null, &diag, &as);
+	}
+#endif
 	fuzz_tmpdir_sweep();
 	return 0;
 }

@@ -116,6 +116,8 @@ class StdoutErrors(unittest.TestCase):
         (["--version"], None, False),
         (["inject", "-q", "-i", "file.data", "-o", "-"], None, True),
         (["xray", "-q", "t.xray", "-o", "-"], None, True),
+        (["xray", "--account", "-q", "-k", "-d", "t.xray"], None, False),
+        (["xray", "--account", "-q", "-k", "-d", "-f", "csv", "t.xray"], None, False),
         (["gperf", "-q", "p.prof", "-o", "-"], None, True),
     ] + [([c, "--help"], None, False)
          for c in ("dump", "elf", "inject", "gperf", "symbolize", "perf-map", "xray")]

@@ -1,19 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /* perfgraft xray: LLVM XRay traces into perf.data. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <perfgraft/xray.h>
 #include "cli/cli.h"
+#include "util/util.h"
+#include "xray/account.h"
 
 static void do_help(FILE *f)
 {
 	fprintf(f, "usage: perfgraft xray TRACE... [-b BIN] [-o perf.data] [-F HZ] [--no-events]\n"
 		   "                      [--no-samples] [--max-gap SEC] [--thin-after N] [-z N]\n"
 		   "                      [--pipe] [-q] [-v]\n"
-		   "       perfgraft xray --functions -b BIN\n\n"
+		   "       perfgraft xray --functions -b BIN\n"
+		   "       perfgraft xray --account TRACE [-b BIN] [-k] [-d] [--recursive-calls-only]\n"
+		   "                      [-s FIELD] [-r asc|dsc] [-p N] [-f text|csv] [-o FILE]\n\n"
 		   "Converts LLVM XRay traces (FDR 1-5, basic mode 1-3) of one binary into a\n"
 		   "perf.data: a time-weighted sample stream with call chains (perf report's\n"
 		   "self and children are exclusive and inclusive time) and the exact events\n"
@@ -41,6 +48,19 @@ static void do_help(FILE *f)
 		   "  --no-samples          events only\n"
 		   "  --pipe                write pipe-mode perf.data into the file\n"
 		   "  --functions           print the binary's instrumentation map and exit\n"
+		   "  --account             print llvm-xray account's latency table of one\n"
+		   "                        trace (to stdout, or -o FILE), no perf.data; its\n"
+		   "                        options, as account spells them:\n"
+		   "  -k, --keep-going      skip the exits account rejects (else stop there)\n"
+		   "  -d, --deduce-sibling-calls\n"
+		   "                        an exit of an outer call closes the calls above it\n"
+		   "  --recursive-calls-only\n"
+		   "                        count only calls of functions in recursion\n"
+		   "  -s, --sort FIELD      funcid (default), count, min, med, 90p, 99p, max,\n"
+		   "                        sum, or func (by name; account lacks it)\n"
+		   "  -r, --sortorder asc|dsc\n"
+		   "  -p, --top N           only the first N rows\n"
+		   "  -f, --format text|csv\n"
 		   "  -q, --quiet           errors only: no warnings, no summary\n"
 		   "  -v                    every warning (default: the first 3 of each\n"
 		   "                        kind, at most 20)\n"
@@ -83,6 +103,83 @@ static int list_functions(const char *bin, struct cli_warnings *w)
 	return 0;
 }
 
+/* --account: the table to stdout or, written beside it and renamed into
+ * place, to a file */
+static int run_account(const struct pg_xray_account_opts *ao, const char *output, bool quiet,
+		       struct cli_warnings *w)
+{
+	struct pg_xray_account_stats st;
+	struct pg_outfile of = { .fd = -1 };
+	bool to_stdout = !strcmp(output, "-");
+	struct pg_diag diag;
+	double t0 = now_seconds();
+	int dirfd = -1, status = 0;
+	FILE *f = stdout;
+
+	if (cli_refuse_same(output, ao->trace) < 0 ||
+	    (ao->binary && cli_refuse_same(output, ao->binary) < 0))
+		return EXIT_USAGE;
+	cli_diag_init(&diag, w);
+	if (!to_stdout) {
+		char *d = strdup(output), *b = strdup(output);
+
+		f = NULL;
+		dirfd = d ? open(dirname(d), O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+		if (dirfd < 0)
+			cli_error("%s: %s", output, strerror(d ? errno : ENOMEM));
+		else if (!b || pg_outfile_open(&of, dirfd, basename(b), &diag) < 0)
+			cli_error("%s", b ? diag.err : "out of memory");
+		else if (!(f = fdopen(of.fd, "w")))
+			cli_error("%s: %s", output, strerror(errno));
+		free(d);
+		free(b);
+		if (!f) {
+			pg_outfile_abort(&of);
+			if (dirfd >= 0)
+				close(dirfd);
+			return EXIT_BADINPUT;
+		}
+		of.fd = -1;	/* the FILE owns it now */
+	}
+	if (pg_xray_account(ao, f, &diag, &st) < 0) {
+		cli_warnings_flush(w);
+		cli_error("%s", diag.err);
+		status = EXIT_BADINPUT;
+	}
+	if (to_stdout) {
+		if (cli_stdout_flush() < 0)
+			status = EXIT_BADINPUT;
+	} else {
+		if (fflush(f) || ferror(f)) {
+			cli_error("writing %s failed: %s", output, strerror(errno));
+			status = EXIT_BADINPUT;
+		}
+		of.fd = dup(fileno(f));
+		fclose(f);
+		if (status || of.fd < 0)
+			pg_outfile_abort(&of);
+		else if (pg_outfile_commit(&of, &diag) < 0) {
+			cli_error("%s", diag.err);
+			status = EXIT_BADINPUT;
+		}
+		close(dirfd);
+	}
+	cli_warnings_flush(w);
+	if (!quiet && !status) {
+		fprintf(stderr, "perfgraft: xray --account: %s: %llu function records on %llu thread%s, %llu calls of %llu function%s in %.2f s (latencies: %.1f MB)\n",
+			ao->trace, (unsigned long long)st.records, (unsigned long long)st.threads,
+			st.threads == 1 ? "" : "s", (unsigned long long)st.calls,
+			(unsigned long long)st.functions, st.functions == 1 ? "" : "s",
+			now_seconds() - t0, st.latency_bytes / 1e6);
+		if (st.exits_empty || st.exits_unmatched || st.deduced || st.unfinished)
+			fprintf(stderr, "perfgraft: xray --account: as account does: %llu exits with no call open and %llu exits matching no open call skipped, %llu calls closed by an outer exit (-d), %llu calls never exited not counted\n",
+				(unsigned long long)st.exits_empty,
+				(unsigned long long)st.exits_unmatched,
+				(unsigned long long)st.deduced, (unsigned long long)st.unfinished);
+	}
+	return status;
+}
+
 static void progress(void *ctx, double done)
 {
 	double *next = ctx;
@@ -91,10 +188,51 @@ static void progress(void *ctx, double done)
 		fprintf(stderr, "\rperfgraft: xray: %3d%%", (int)(100 * done));
 }
 
+/* With --account, llvm-xray's single-dash spellings of account's long
+ * options (-format=csv, -sort count, -keep-going, ...), so that an account
+ * command line can be pasted: each becomes its --form.  Only spellings
+ * that would otherwise fail are taken (-format is no valid -f, -keep-going
+ * no run of flags); -output only as -output=FILE, since -output alone is
+ * -o utput. */
+static void account_spellings(int argc, char **argv)
+{
+	static const char *const names[] = { "format", "sort", "sortorder", "top", "instr_map",
+					     "keep-going", "deduce-sibling-calls",
+					     "recursive-calls-only", "output" };
+	bool account = false;
+
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		account |= !strcmp(argv[i], "--account");
+	if (!account)
+		return;
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		const char *a = argv[i];
+
+		if (a[0] != '-' || a[1] == '-' || !a[1])
+			continue;
+		for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+			size_t n = strlen(names[k]);
+
+			if (strncmp(a + 1, names[k], n) || (a[1 + n] && a[1 + n] != '=') ||
+			    (!strcmp(names[k], "output") && !a[1 + n]))
+				continue;
+			/* argv's strings are the process's: this one lives to exit */
+			char *b = malloc(strlen(a) + 2);
+
+			if (b) {
+				b[0] = '-';
+				strcpy(b + 1, a);
+				argv[i] = b;
+			}
+			break;
+		}
+	}
+}
+
 int cmd_xray(int argc, char **argv)
 {
 	enum { OPT_NO_EVENTS = 256, OPT_NO_SAMPLES, OPT_PIPE, OPT_FUNCTIONS, OPT_MAX_GAP,
-	       OPT_THIN_AFTER };
+	       OPT_THIN_AFTER, OPT_ACCOUNT, OPT_RECURSIVE };
 	static const struct option opts[] = {
 		{ "binary", required_argument, NULL, 'b' },
 		{ "instr-map", required_argument, NULL, 'm' },
@@ -107,6 +245,15 @@ int cmd_xray(int argc, char **argv)
 		{ "max-gap", required_argument, NULL, OPT_MAX_GAP },
 		{ "thin-after", required_argument, NULL, OPT_THIN_AFTER },
 		{ "functions", no_argument, NULL, OPT_FUNCTIONS },
+		{ "account", no_argument, NULL, OPT_ACCOUNT },
+		{ "instr_map", required_argument, NULL, 'm' },	/* account's spelling */
+		{ "keep-going", no_argument, NULL, 'k' },
+		{ "deduce-sibling-calls", no_argument, NULL, 'd' },
+		{ "recursive-calls-only", no_argument, NULL, OPT_RECURSIVE },
+		{ "sort", required_argument, NULL, 's' },
+		{ "sortorder", required_argument, NULL, 'r' },
+		{ "top", required_argument, NULL, 'p' },
+		{ "format", required_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -118,15 +265,76 @@ int cmd_xray(int argc, char **argv)
 	struct cli_warnings w = { 0 };
 	struct pg_diag diag;
 	double t0 = now_seconds(), next_progress = 0;
-	bool quiet = false, functions = false;
+	bool quiet = false, functions = false, account = false, output_set = false;
+	const char *conv_opt = NULL, *acct_opt = NULL;	/* one of each mode's, for a usage error */
+	struct pg_xray_account_opts ao = { 0 };
 	char *end;
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "b:m:o:F:z:qvh", opts, NULL)) != -1) {
+	account_spellings(argc, argv);
+	while ((c = getopt_long(argc, argv, "b:m:o:F:z:kds:r:p:f:qvh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'F': conv_opt = "--frequency"; break;
+		case 'z': conv_opt = "--compression-level"; break;
+		case OPT_NO_EVENTS: conv_opt = "--no-events"; break;
+		case OPT_NO_SAMPLES: conv_opt = "--no-samples"; break;
+		case OPT_PIPE: conv_opt = "--pipe"; break;
+		case OPT_MAX_GAP: conv_opt = "--max-gap"; break;
+		case OPT_THIN_AFTER: conv_opt = "--thin-after"; break;
+		case OPT_FUNCTIONS: conv_opt = "--functions"; break;
+		case 'k': acct_opt = "--keep-going"; break;
+		case 'd': acct_opt = "--deduce-sibling-calls"; break;
+		case OPT_RECURSIVE: acct_opt = "--recursive-calls-only"; break;
+		case 's': acct_opt = "--sort"; break;
+		case 'r': acct_opt = "--sortorder"; break;
+		case 'p': acct_opt = "--top"; break;
+		case 'f': acct_opt = "--format"; break;
+		}
 		switch (c) {
 		case 'b':
 		case 'm': xo.binary = optarg; break;
-		case 'o': xo.output = optarg; break;
+		case 'o': xo.output = optarg; output_set = true; break;
+		case OPT_ACCOUNT: account = true; break;
+		case 'k': ao.keep_going = true; break;
+		case 'd': ao.deduce_sibling_calls = true; break;
+		case OPT_RECURSIVE: ao.recursive_calls_only = true; break;
+		case 's': {
+			static const char *const keys[] = { "funcid", "count", "min", "med", "90p",
+							    "99p", "max", "sum", "func" };
+			size_t k = 0;
+
+			while (k < sizeof(keys) / sizeof(keys[0]) && strcmp(optarg, keys[k]))
+				k++;
+			if (k == sizeof(keys) / sizeof(keys[0])) {
+				cli_error("--sort takes funcid, count, min, med, 90p, 99p, max, sum or func, not '%s'",
+					  optarg);
+				return EXIT_USAGE;
+			}
+			ao.sort = (enum pg_xa_sort)k;
+			break;
+		}
+		case 'r':
+			if (strcmp(optarg, "asc") && strcmp(optarg, "dsc")) {
+				cli_error("--sortorder takes asc or dsc, not '%s'", optarg);
+				return EXIT_USAGE;
+			}
+			ao.descending = !strcmp(optarg, "dsc");
+			break;
+		case 'p':
+			errno = 0;
+			ao.top = strtol(optarg, &end, 10);
+			if (*end || !*optarg || errno) {
+				cli_error("--top takes a number of rows, not '%s'", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'f':
+			if (strcmp(optarg, "text") && strcmp(optarg, "csv")) {
+				cli_error("--format takes text or csv, not '%s'", optarg);
+				return EXIT_USAGE;
+			}
+			ao.csv = !strcmp(optarg, "csv");
+			break;
 		case 'F':
 			xo.frequency = strtoull(optarg, &end, 10);
 			if (*end || !*optarg || xo.frequency == 0) {
@@ -177,6 +385,23 @@ int cmd_xray(int argc, char **argv)
 		case 'h': do_help(stdout); return 0;
 		default: do_help(stderr); return EXIT_USAGE;
 		}
+	}
+	if (account) {
+		if (conv_opt) {
+			cli_error("%s is not an option of --account", conv_opt);
+			return EXIT_USAGE;
+		}
+		if (optind + 1 != argc) {
+			cli_error("--account takes one trace");
+			return EXIT_USAGE;
+		}
+		ao.trace = argv[optind];
+		ao.binary = xo.binary;
+		return run_account(&ao, output_set ? xo.output : "-", quiet, &w);
+	}
+	if (acct_opt) {
+		cli_error("%s is an option of --account", acct_opt);
+		return EXIT_USAGE;
 	}
 	if (functions) {
 		if (!xo.binary || optind != argc) {
