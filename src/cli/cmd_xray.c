@@ -10,10 +10,10 @@
 
 static void do_help(FILE *f)
 {
-	fprintf(f, "usage: perfgraft xray TRACE... [-b BIN] [-o perf.data] [-F HZ] [--no-events]\n"
+	fprintf(f, "usage: perfgraft xray [-i] TRACE... [-b BIN] [-o perf.data] [-F HZ] [--no-events]\n"
 		   "                      [--no-samples] [--max-gap SEC] [--thin-after N] [-z N]\n"
 		   "                      [--pipe] [-q] [-v]\n"
-		   "       perfgraft xray --functions -b BIN\n\n"
+		   "       perfgraft xray --functions [--json|--format=text|json] -b BIN\n\n"
 		   "Converts LLVM XRay traces (FDR 1-5, basic mode 1-3) of one binary into a\n"
 		   "perf.data: a time-weighted sample stream with call chains (perf report's\n"
 		   "self and children are exclusive and inclusive time) and the exact events\n"
@@ -23,6 +23,8 @@ static void do_help(FILE *f)
 		   "                        relocatable object, or a YAML map from llvm-xray\n"
 		   "                        extract\n"
 		   "  -m, --instr-map MAP   the same as -b (llvm-xray's spelling)\n"
+		   "  -i, --input TRACE     a trace (repeatable; or as arguments; - for\n"
+		   "                        standard input)\n"
 		   "  -o, --output FILE     perf.data to write, - for a pipe (default: perf.data)\n"
 		   "  -F, --frequency HZ    samples per second of trace time (default: %d)\n"
 		   "  -z, --compression-level N\n"
@@ -41,6 +43,8 @@ static void do_help(FILE *f)
 		   "  --no-samples          events only\n"
 		   "  --pipe                write pipe-mode perf.data into the file\n"
 		   "  --functions           print the binary's instrumentation map and exit\n"
+		   "  --format=text|json    --functions as a table (default) or a JSON array\n"
+		   "  --json                --format=json\n"
 		   "  -q, --quiet           errors only: no warnings, no summary\n"
 		   "  -v                    every warning (default: the first 3 of each\n"
 		   "                        kind, at most 20)\n"
@@ -48,10 +52,11 @@ static void do_help(FILE *f)
 		   PG_XRAY_DEFAULT_THIN_AFTER);
 }
 
-static int list_functions(const char *bin, struct cli_warnings *w)
+static int list_functions(const char *bin, bool json, struct cli_warnings *w)
 {
 	struct pg_diag diag;
 	pg_xray_map *m;
+	bool first = true;
 	int ret;
 
 	cli_diag_init(&diag, w);
@@ -61,7 +66,10 @@ static int list_functions(const char *bin, struct cli_warnings *w)
 		cli_error("%s", diag.err);
 		return EXIT_BADINPUT;
 	}
-	printf("%8s  %-18s %6s  %-6s %s\n", "id", "address", "size", "sleds", "function (source)");
+	if (json)
+		printf("[");
+	else
+		printf("%8s  %-18s %6s  %-6s %s\n", "id", "address", "size", "sleds", "function (source)");
 	for (size_t i = 1; i <= pg_xray_map_count(m); i++) {
 		const struct pg_xray_func *f = pg_xray_map_func(m, (uint32_t)i);
 		static const char kinds[] = "EXTACY";	/* enter exit tail args custom typed */
@@ -73,12 +81,29 @@ static int list_functions(const char *bin, struct cli_warnings *w)
 		for (int k = 0; k < 6; k++)
 			if (f->sled_kinds & (1u << k))
 				sk[k] = kinds[k];
+		if (json) {
+			printf("%s\n{\"id\":%u,\"address\":%llu,\"size\":%llu,\"sleds\":\"%s\",\"function\":",
+			       first ? "" : ",", f->id, (unsigned long long)f->addr,
+			       (unsigned long long)f->size, sk);
+			json_str(stdout, f->name);
+			printf(",\"file\":");
+			if (f->file)
+				json_str(stdout, f->file);
+			else
+				printf("null");
+			printf(",\"line\":%u,\"column\":%u,\"always\":%s}", f->file ? f->line : 0,
+			       f->file ? f->column : 0, f->always_instrument ? "true" : "false");
+			first = false;
+			continue;
+		}
 		printf("%8u  0x%016llx %6llu  %s %s", f->id, (unsigned long long)f->addr,
 		       (unsigned long long)f->size, sk, f->name);
 		if (f->file)
 			printf(" (%s:%u:%u)", f->file, f->line, f->column);
 		printf("%s\n", f->always_instrument ? " [always]" : "");
 	}
+	if (json)
+		printf("\n]\n");
 	pg_xray_map_close(m);
 	return 0;
 }
@@ -91,11 +116,15 @@ static void progress(void *ctx, double done)
 		fprintf(stderr, "\rperfgraft: xray: %3d%%", (int)(100 * done));
 }
 
-int cmd_xray(int argc, char **argv)
+/* cmd_xray with room for the traces -i names */
+static int xray_main(int argc, char **argv, const char **traces)
 {
 	enum { OPT_NO_EVENTS = 256, OPT_NO_SAMPLES, OPT_PIPE, OPT_FUNCTIONS, OPT_MAX_GAP,
-	       OPT_THIN_AFTER };
+	       OPT_THIN_AFTER, OPT_FORMAT, OPT_JSON };
 	static const struct option opts[] = {
+		{ "input", required_argument, NULL, 'i' },
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "json", no_argument, NULL, OPT_JSON },
 		{ "binary", required_argument, NULL, 'b' },
 		{ "instr-map", required_argument, NULL, 'm' },
 		{ "output", required_argument, NULL, 'o' },
@@ -118,12 +147,19 @@ int cmd_xray(int argc, char **argv)
 	struct cli_warnings w = { 0 };
 	struct pg_diag diag;
 	double t0 = now_seconds(), next_progress = 0;
-	bool quiet = false, functions = false;
+	bool quiet = false, functions = false, json = false;
+	size_t ntraces = 0;
 	char *end;
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "b:m:o:F:z:qvh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:b:m:o:F:z:qvh", opts, NULL)) != -1) {
 		switch (c) {
+		case 'i': traces[ntraces++] = optarg; break;
+		case OPT_FORMAT:
+			if (cli_format(optarg, &json) < 0)
+				return EXIT_USAGE;
+			break;
+		case OPT_JSON: json = true; break;
 		case 'b':
 		case 'm': xo.binary = optarg; break;
 		case 'o': xo.output = optarg; break;
@@ -179,22 +215,35 @@ int cmd_xray(int argc, char **argv)
 		}
 	}
 	if (functions) {
-		if (!xo.binary || optind != argc) {
+		if (!xo.binary || optind != argc || ntraces) {
 			cli_error("--functions takes only --binary BIN");
 			return EXIT_USAGE;
 		}
-		return list_functions(xo.binary, &w);
+		return list_functions(xo.binary, json, &w);
 	}
-	if (optind == argc) {
+	if (json) {
+		cli_error("--format/--json apply to what --functions prints");
+		return EXIT_USAGE;
+	}
+	for (int i = optind; i < argc; i++)
+		traces[ntraces++] = argv[i];
+	if (!ntraces) {
 		do_help(stderr);
 		return EXIT_USAGE;
 	}
-	xo.traces = (const char *const *)argv + optind;
-	xo.ntraces = (size_t)(argc - optind);
 	/* -o naming a trace (or the binary) would replace it with perf.data */
-	for (int i = optind; i < argc; i++)
-		if (cli_refuse_same(xo.output, argv[i]) < 0)
+	for (size_t i = 0; i < ntraces; i++)
+		if (cli_refuse_same(xo.output, traces[i]) < 0)
 			return EXIT_USAGE;
+	for (size_t i = 0; i < ntraces; i++) {
+		struct cli_input in;
+
+		if ((ret = cli_input_or_say("xray", traces[i], CLI_ACCEPT_XRAY, "an XRay trace", 0, &in)))
+			return ret;
+		traces[i] = in.path;
+	}
+	xo.traces = traces;
+	xo.ntraces = ntraces;
 	if (xo.binary && cli_refuse_same(xo.output, xo.binary) < 0)
 		return EXIT_USAGE;
 	cli_pipe_output();
@@ -238,4 +287,18 @@ int cmd_xray(int argc, char **argv)
 				(unsigned long long)st.gaps);
 	}
 	return 0;
+}
+
+int cmd_xray(int argc, char **argv)
+{
+	const char **traces = calloc((size_t)argc + 1, sizeof(*traces));
+	int ret;
+
+	if (!traces) {
+		cli_error("out of memory");
+		return EXIT_BADINPUT;
+	}
+	ret = xray_main(argc, argv, traces);
+	free(traces);
+	return ret;
 }
