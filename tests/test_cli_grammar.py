@@ -358,14 +358,15 @@ printf '%s\n' "${COMPREPLY[@]}"
                     r = run([path if a == "%s" else a for a in args], cwd=d)
                     self.assertEqual(r.returncode, 1, r.stderr)
                     err = r.stderr.decode()
-                    self.assertIn("%s: %s" % (path, name), err)
+                    self.assertIn("%s: offset 0: %s" % (path, name), err)
                     self.assertIn(reader, err)
-                    self.assertNotRegex(err, r"unsupported|bad magic|offset \d")
+                    self.assertNotRegex(err, r"unsupported|bad magic|offset [1-9]")
         # and from standard input
         with open(self.prof, "rb") as f:
             r = run(["xray", "-", "-o", "o.data"], inp=f.read(), cwd=d)
         self.assertEqual(r.returncode, 1)
-        self.assertIn(b"standard input: a gperftools CPU profile, not an XRay trace", r.stderr)
+        self.assertIn(b"standard input: offset 0: a gperftools CPU profile, not an XRay trace",
+                      r.stderr)
         self.assertEqual(os.listdir(d), [])
 
     def test_10_jitdump_of_a_pid_not_recorded(self):

@@ -157,7 +157,7 @@ class DumpJson(unittest.TestCase):
                                      % re.escape(p))
                 elif name == "elf":
                     # a format perfgraft knows is named (test_cli_grammar)
-                    self.assertRegex(doc["error"], r"^%s: an ELF file, not " % re.escape(p))
+                    self.assertRegex(doc["error"], r"^%s: offset 0: an ELF file, not " % re.escape(p))
                     self.assertIsNone(doc["format"])
                 else:
                     self.assertEqual(doc["error"], "%s: %s" % (p, UNRECOGNISED))
@@ -168,7 +168,7 @@ class DumpJson(unittest.TestCase):
                 if name == "perffile-v1":
                     self.assertRegex(doc["error"], r"^<stdin>: offset 16: perf.data version 1 ")
                 elif name == "elf":
-                    self.assertRegex(doc["error"], r"^standard input: an ELF file, not ")
+                    self.assertRegex(doc["error"], r"^standard input: offset 0: an ELF file, not ")
                 else:
                     self.assertEqual(doc["error"], "standard input: %s" % UNRECOGNISED)
 

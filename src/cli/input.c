@@ -321,14 +321,30 @@ static ssize_t read_head(int fd, bool stream, uint8_t *head)
 	return (ssize_t)n;
 }
 
+/* Whether a format told by a short probe is sure enough to refuse the
+ * input for: a gperftools header's version slot (its third) is 0, which a
+ * perf.data header whose magic was zeroed (size 104, then attr_size) is
+ * not; such a file goes on to its reader's "bad magic". */
+static bool confident(enum cli_fmt f, const uint8_t *p, size_t n)
+{
+	static const uint8_t zero[8];
+	unsigned ws;
+
+	if (f != CLI_FMT_GPERF)
+		return true;
+	ws = memcmp(p, zero, 8) ? 4 : 8;	/* as the probe tells them */
+	return n >= 3 * ws && !memcmp(p + 2 * ws, zero, ws);
+}
+
 static int mismatch(struct cli_input *in, const char *cmd, const char *want)
 {
 	const char *hint = reader_hint(in->fmt);
 
 	if (in->fmt == CLI_FMT_GZIP && in->inner != CLI_FMT_UNKNOWN)
-		return say(in, -1, "%s: gzip-compressed data holding %s, not %s: decompress it (gunzip) first; %s",
+		return say(in, -1, "%s: offset 0: gzip-compressed data holding %s, not %s: decompress it (gunzip) first; %s",
 			   in->name, cli_fmt_name(in->inner), want, reader_hint(in->inner));
-	return say(in, -1, "%s: %s, not %s (what perfgraft %s reads)%s%s", in->name,
+	/* "offset 0:" as every message on a file's bytes: what is there */
+	return say(in, -1, "%s: offset 0: %s, not %s (what perfgraft %s reads)%s%s", in->name,
 		   cli_fmt_name(in->fmt), want, cmd, hint ? "; " : "", hint ? hint : "");
 }
 
@@ -375,7 +391,8 @@ int cli_input(const char *cmd, const char *arg, unsigned accept, const char *wan
 	if (n < 0)
 		return say(in, -1, "%s: %s", in->name, strerror(errno));
 	in->fmt = cli_sniff(head, (size_t)n, &in->inner);
-	if (in->fmt != CLI_FMT_UNKNOWN && in->fmt != CLI_FMT_EMPTY && !(accept & (1u << in->fmt)))
+	if (in->fmt != CLI_FMT_UNKNOWN && in->fmt != CLI_FMT_EMPTY && !(accept & (1u << in->fmt)) &&
+	    confident(in->fmt, head, (size_t)n))
 		return mismatch(in, cmd, want);
 	if (!is_stdin)
 		return 0;
