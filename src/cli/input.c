@@ -234,7 +234,17 @@ static void *relay_run(void *arg)
 	static uint8_t buf[1 << 16];
 	ssize_t n;
 
-	if (write_all(r->to, r->head, r->n))
+	if (!write_all(r->to, r->head, r->n))
+		goto out;
+	/* pipe to pipe without a copy through user space, where it can */
+	for (;;) {
+		n = splice(r->from, NULL, r->to, NULL, 1 << 20, SPLICE_F_MOVE);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+	}
+	if (n < 0 && (errno == EINVAL || errno == ENOSYS))
 		for (;;) {
 			n = read(r->from, buf, sizeof(buf));
 			if (n < 0 && errno == EINTR)
@@ -242,6 +252,7 @@ static void *relay_run(void *arg)
 			if (n <= 0 || !write_all(r->to, buf, (size_t)n))
 				break;
 		}
+out:
 	close(r->to);
 	close(r->from);
 	free(r);
@@ -276,6 +287,8 @@ static int relay_stdin(struct cli_input *in, const uint8_t *head, size_t n)
 		return -1;
 	}
 	close(p[0]);
+	/* fewer switches between the threads (the default is 64 KiB) */
+	(void)fcntl(r->to, F_SETPIPE_SZ, 1 << 20);
 	/* signals are the main thread's (cleanup); a write to a reader that
 	 * stopped is EPIPE here, not SIGPIPE */
 	sigfillset(&all);
