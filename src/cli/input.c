@@ -410,9 +410,9 @@ int cli_input(const char *cmd, const char *arg, unsigned accept, const char *wan
 	if (!is_stdin)
 		return 0;
 	/* standard input: the name the readers open */
-	if ((in->fmt == CLI_FMT_PERF_PIPE || in->fmt == CLI_FMT_PERF_FILE ||
-	     (in->fmt == CLI_FMT_UNKNOWN && (flags & CLI_IN_PERF_STREAM))) &&
-	    (flags & CLI_IN_PERF_STREAM)) {
+	if ((flags & CLI_IN_PERF_STREAM) &&
+	    (in->fmt == CLI_FMT_PERF_PIPE || in->fmt == CLI_FMT_PERF_FILE ||
+	     in->fmt == CLI_FMT_UNKNOWN || in->fmt == CLI_FMT_EMPTY)) {
 		/* the perf.data reader takes "-" itself: it maps a file and
 		 * reads a stream; a file-mode perf.data in a pipe is spooled */
 		if (stream && in->fmt == CLI_FMT_PERF_FILE)
