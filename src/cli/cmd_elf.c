@@ -197,6 +197,10 @@ int cmd_elf(int argc, char **argv)
 	if ((ret = cli_input_or_say("elf", input, CLI_ACCEPT(CLI_FMT_JITDUMP), "a jitdump", 0, &in)))
 		return ret;
 	input = in.path;
+	/* argv[optind] is the input in the progress and the summary below,
+	 * whether -i or the argument named it */
+	argv[0] = (char *)input;
+	optind = 0;
 	cli_diag_init(&diag, &w);
 	/* DIR is created as inject creates OUTPUT.d (its parent must exist),
 	 * and removed again if the run fails */
@@ -239,7 +243,7 @@ int cmd_elf(int argc, char **argv)
 		placed += load;
 		if (progress_due(&next_progress))
 			fprintf(stderr, "\rperfgraft: elf: %3d%% of %s",
-				(int)(100.0 * ev.src_offset / (double)pg_code_size(src)), input);
+				(int)(100.0 * ev.src_offset / (double)pg_code_size(src)), argv[optind]);
 	}
 	if (ret == 0)
 		ret = pg_elfset_finish(set);
@@ -280,7 +284,7 @@ int cmd_elf(int argc, char **argv)
 		pg_code_stats(src, &st);
 		cli_warnings_flush(&w);
 		fprintf(stderr, "perfgraft: %s: %llu functions in %zu images in %s (%zu with CFI of their own, %zu shared)%s; %llu line tables with %llu lines; %.1f MB written in %.2f s (%.0f MB/s of input)%s\n",
-			input, (unsigned long long)placed, n, eo.dir, ncfi, npack,
+			argv[optind], (unsigned long long)placed, n, eo.dir, ncfi, npack,
 			skipped ? " (functions without code skipped)" : "",
 			(unsigned long long)st.line_tables,
 			(unsigned long long)st.lines, bytes / 1e6, dt,
