@@ -291,7 +291,7 @@ pipe_bench() {
 		-o - -- "$node" --perf-prof --perf-prof-unwinding-info \
 		--interpreted-frames-native-stack "$here/gen-big-node.js" $gen_args \
 		2>"$logs/pipe-record.err" | tee "$d/rec/rec.pipe" |
-		(cd "$d/live" && /usr/bin/time -v -o "$logs/pipe-live.time" "$pg" inject -i - -o - \
+		(cd "$d/live" && /usr/bin/time -v -o "$logs/pipe-live.time" "$pg" inject --buildid-dir "$debug" -i - -o - \
 			>out.pipe 2>"$logs/pipe-live.err")) ||
 		{ tail -n 20 "$logs/pipe-live.err" "$logs/pipe-record.err" >&2; fail "perf record | perfgraft inject (pipe)"; }
 	t1=$(now_ns)
@@ -299,7 +299,7 @@ pipe_bench() {
 	grep '^perfgraft: inject:' "$logs/pipe-live.err" | sed 's/^/bench-inject:   /' || true
 	list_paths "$d/file" >"$logs/pipe-file.before"
 	t0=$(now_ns)
-	(cd "$d/file" && /usr/bin/time -v -o "$logs/pipe-file.time" "$pg" inject -i "$d/rec/rec.pipe" \
+	(cd "$d/file" && /usr/bin/time -v -o "$logs/pipe-file.time" "$pg" inject --buildid-dir "$debug" -i "$d/rec/rec.pipe" \
 		-o out.data >/dev/null 2>"$logs/pipe-file.err") || fail "$pg inject -i rec.pipe"
 	t1=$(now_ns)
 	echo "file $(( (t1 - t0) / 1000000 )) $(cpu_s "$logs/pipe-file.time") $(new_stats "$d/file" "$logs/pipe-file.before" | cut -d' ' -f1,4) $(fs_out_bytes "$logs/pipe-file.time")" >>"$logs/pipe.rows"

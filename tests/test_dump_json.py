@@ -46,7 +46,7 @@ KEEP_TMP = os.environ.get("PERFGRAFT_KEEP_TMP") == "1"
 TIMEOUT = 60
 UNRECOGNISED = ("offset 0: unrecognized format (perfgraft dump reads jitdump, perf.data, "
                 "XRay and gperftools CPU profile files)")
-USAGE = "(usage: perfgraft dump [-v] [--json] [--time-order] FILE)"
+USAGE = "(usage: perfgraft dump [-v] [--json|--format=text|json] [--time-order] [-o OUT] [-i] FILE)"
 
 
 def setUpModule():
@@ -125,8 +125,10 @@ class DumpJson(unittest.TestCase):
         self.assertIsNone(doc["format"])
 
     def test_directory(self):
+        # the message every command gives a directory (test_cli_grammar)
         doc = self.dump(["--json", self.tmp], 1)
-        self.assertEqual(doc["error"], "%s: Is a directory" % self.tmp)
+        self.assertEqual(doc["error"], "%s: is a directory (perfgraft dump reads a jitdump, "
+                         "perf.data, XRay trace or gperftools CPU profile)" % self.tmp)
 
     # -- empty -------------------------------------------------------------
     def test_empty(self):
@@ -134,9 +136,10 @@ class DumpJson(unittest.TestCase):
         doc = self.dump(["--json", p], 1)
         self.assertEqual(doc["error"], "%s: offset 0: empty file" % p)
         self.assertIsNone(doc["format"])
+        # standard input is sniffed like a file
         doc = self.dump(["--json", "-"], 1, stdin=b"")
-        self.assertRegex(doc["error"], r"^<stdin>: offset 0: ")
-        self.assertEqual(doc["format"], "perf.data")
+        self.assertEqual(doc["error"], "standard input: offset 0: empty file")
+        self.assertIsNone(doc["format"])
 
     # -- unrecognised --------------------------------------------------------
     def test_unrecognised(self):
@@ -152,13 +155,22 @@ class DumpJson(unittest.TestCase):
                     self.assertEqual(doc["format"], "perf.data")
                     self.assertRegex(doc["error"], r"^%s: offset 16: perf.data version 1 "
                                      % re.escape(p))
+                elif name == "elf":
+                    # a format perfgraft knows is named (test_cli_grammar)
+                    self.assertRegex(doc["error"], r"^%s: offset 0: an ELF file, not " % re.escape(p))
+                    self.assertIsNone(doc["format"])
                 else:
                     self.assertEqual(doc["error"], "%s: %s" % (p, UNRECOGNISED))
                     self.assertIsNone(doc["format"])
-                # the same bytes on a pipe: perf.data is what comes that way
+                # the same bytes on a pipe: sniffed as a file is (a file-mode
+                # perf.data is read from a temporary copy)
                 doc = self.dump(["--json", "-"], 1, stdin=data)
-                self.assertRegex(doc["error"], r"^<stdin>: offset %d: "
-                                 % (8 if name == "perffile-v1" else 0))
+                if name == "perffile-v1":
+                    self.assertRegex(doc["error"], r"^<stdin>: offset 16: perf.data version 1 ")
+                elif name == "elf":
+                    self.assertRegex(doc["error"], r"^standard input: offset 0: an ELF file, not ")
+                else:
+                    self.assertEqual(doc["error"], "standard input: %s" % UNRECOGNISED)
 
     # -- each format: too short, cut header, damage --------------------------
     def check_prefixes(self, path):

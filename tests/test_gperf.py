@@ -41,7 +41,7 @@ perf's counts taken from the periods (ticks = period / sampling period):
       (b)-(d) answers are still pprof's, and --max-samples switches between
       the two forms;
   plus: one MMAP2 per executable maps line with the exact offset, the
-  cpu-clock period, the summary line, -q, --pid and --comm.
+  cpu-clock period, the summary line, -q, --set-pid and --comm.
 
 Names: the two tools name the same code differently.  Every difference is
 listed below (RENAMES, GLIBC_ALIAS, PLT, VDSO, INLINED, NM_FALLBACK) with
@@ -52,7 +52,7 @@ generator did not build), rows the name rules leave unequal fall back to
 one sum per library (DSO_RULE below), which the test prints when used.
 
 perfgraft's contract (tests the converter, does not re-implement it):
-  perfgraft gperf PROFILE -o OUT.data [--pid N] [--comm NAME] [--root DIR]
+  perfgraft gperf PROFILE -o OUT.data [--set-pid N] [--comm NAME] [--root DIR]
             [--map OLD=NEW] [--max-samples N] [--pprof-frames] [-q]
   perfgraft dump --json PROFILE
 Set PERFGRAFT_GPERF_PROFILES=DIR to reuse profiles that
@@ -1109,7 +1109,7 @@ class GperfRealProfiles(unittest.TestCase):
 
     def test_f_pid_and_comm(self):
         self.need_converter()
-        out, _err, _cpu = self.convert("pie", "--pid", "4321", "--comm", "gperfcomm",
+        out, _err, _cpu = self.convert("pie", "--set-pid", "4321", "--comm", "gperfcomm",
                                         tag="-pidcomm")
         seen = set()
         for line in self.perf_script(out, "-F", "comm,pid,tid").splitlines():

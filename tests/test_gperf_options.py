@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""perfgraft gperf's --root, --map, --pid and --comm on a real profile.
+"""perfgraft gperf's --root, --map, --set-pid and --comm on a real profile.
 
 A small program is profiled with libprofiler; its binary is then moved, as
 when a profile is read on another machine.  perf report must name the
@@ -105,7 +105,7 @@ class GperfOptions(unittest.TestCase):
         self.assertNotIn("opt_leaf", self.symbols(data))
 
     def test_pid_comm(self):
-        data, err = self.convert("pidcomm", "--pid", "4242", "--comm", "renamed",
+        data, err = self.convert("pidcomm", "--set-pid", "4242", "--comm", "renamed",
                                  "--root", self.root)
         r = run(["perf", "--buildid-dir", self.buildid, "script", "-i", data, "-F", "comm,pid"])
         self.assertEqual(r.returncode, 0, r.stderr)

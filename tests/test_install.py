@@ -17,6 +17,10 @@
 (d) The library: libperfgraft.a installed; perfgraft.pc requires only
     what the library links (not libtraceevent); libperfgraft.so does not
     link libstdc++ (the demangler is dlopen()ed).
+(e) The bash completion lands in bash-completion's completionsdir under
+    the prefix (PREFIX/share/bash-completion/completions), where
+    bash-completion's on-demand loader finds it through XDG_DATA_DIRS
+    (/usr/local/share is in its default), and completes commands.
 
 The installs go into a temporary DESTDIR (meson install --destdir
 --no-rebuild); perf gets --buildid-dir and a HOME of its own."""
@@ -83,6 +87,26 @@ class Install(unittest.TestCase):
             for f in files:
                 p = os.path.join(top, f)[len(self.dest):]
                 self.assertEqual(os.path.commonpath([self.prefix, p]), self.prefix, p)
+
+    def test_bash_completion(self):
+        hits = [d for d in self.installed.values()
+                if d.endswith("/bash-completion/completions/perfgraft")]
+        self.assertEqual(len(hits), 1, hits)
+        if self.opt.get("bash_completion_dir", "") == "":
+            self.assertEqual(os.path.relpath(hits[0], self.prefix),
+                             "share/bash-completion/completions/perfgraft")
+        loader = "/usr/share/bash-completion/bash_completion"
+        if not os.path.exists(loader):
+            self.skipTest("bash-completion is not installed")
+        share = self.dest + os.path.join(self.prefix, "share")
+        script = (r'source %s; __load_completion perfgraft || exit 3; complete -p perfgraft; '
+                  r'COMP_WORDS=(perfgraft in); COMP_CWORD=1; COMP_LINE="perfgraft in"; '
+                  r'COMP_POINT=${#COMP_LINE}; _perfgraft perfgraft in perfgraft; '
+                  r'echo "${COMPREPLY[@]}"' % loader)
+        r = run(["bash", "--norc", "-c", script],
+                env=dict(os.environ, XDG_DATA_DIRS=share, HOME=self.home))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.splitlines(), ["complete -F _perfgraft perfgraft", "inject"])
 
     def test_default_layout_is_perfs(self):
         plugin = self.installed_as("plugin_xray.so")

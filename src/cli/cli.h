@@ -59,6 +59,50 @@ int cli_cfi_layout(const char *arg, bool *perf_5_19);	/* -1 with a message */
 int cli_compress_debug(const char *arg, bool *plain);	/* zlib|none; -1 with a message */
 bool progress_due(double *next);
 
+/* input.c: the inputs and printed outputs every command shares */
+enum cli_fmt {
+	CLI_FMT_UNKNOWN, CLI_FMT_EMPTY, CLI_FMT_JITDUMP, CLI_FMT_PERF_FILE, CLI_FMT_PERF_PIPE,
+	CLI_FMT_XRAY_BASIC, CLI_FMT_XRAY_FDR, CLI_FMT_GPERF, CLI_FMT_PPROF, CLI_FMT_GZIP,
+	CLI_FMT_ELF,
+};
+#define CLI_ACCEPT(f) (1u << (f))
+#define CLI_ACCEPT_PERF (CLI_ACCEPT(CLI_FMT_PERF_FILE) | CLI_ACCEPT(CLI_FMT_PERF_PIPE))
+#define CLI_ACCEPT_XRAY (CLI_ACCEPT(CLI_FMT_XRAY_BASIC) | CLI_ACCEPT(CLI_FMT_XRAY_FDR))
+/* The format of a file's first bytes (any of perfgraft's, or what else
+ * it can name); gzip: *inner is what it holds, when it can tell. */
+enum cli_fmt cli_sniff(const void *buf, size_t n, enum cli_fmt *inner);
+const char *cli_fmt_name(enum cli_fmt f);	/* "a jitdump", ... */
+struct cli_input {
+	const char *arg;	/* as given ("-" for standard input) */
+	const char *name;	/* for messages */
+	const char *path;	/* for the readers: arg, "-" or /dev/stdin */
+	enum cli_fmt fmt, inner;
+	char err[PG_ERRMSG_MAX];	/* why cli_input() failed */
+};
+/* cli_input flags: the perf.data reader takes "-" itself (a pipe-mode
+ * recording stays a stream) */
+#define CLI_IN_PERF_STREAM 1u
+/* One input of command cmd: a directory, or a format in none of the
+ * accept bits, is refused naming what it is (and the command that reads
+ * it); want names what cmd reads ("a jitdump").  "-" is standard input,
+ * read once: a stream is spooled to a temporary file (in->path is then
+ * /dev/stdin) unless it is perf.data for CLI_IN_PERF_STREAM.  A file that
+ * cannot be opened is left to the reader's message.  0, -1 or -2 (a
+ * usage error), with the message in in->err. */
+int cli_input(const char *cmd, const char *arg, unsigned accept, const char *want,
+	      unsigned flags, struct cli_input *in);
+/* cli_input() and, on failure, its message: 0 or an exit status */
+int cli_input_or_say(const char *cmd, const char *arg, unsigned accept, const char *want,
+		     unsigned flags, struct cli_input *in);
+/* -o FILE for a command that prints: stdout goes to FILE's temporary
+ * (mode 0600), renamed into place by cli_output_finish(true) once all is
+ * written; "-" or NULL is stdout.  0 or -1 (said). */
+int cli_output_to(const char *path);
+int cli_output_finish(bool keep);
+/* --format text|json into *json; -1 (said) otherwise */
+int cli_format(const char *arg, bool *json);
+/* the man page of a command, as perf help shows it (main.c) */
+
 int cmd_dump(int argc, char **argv);
 int dump_perfdata(const char *path, bool json, struct cli_warnings *w);
 int dump_xray(const char *path, bool json, bool time_order, struct cli_warnings *w);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <perfgraft/jitdump.h>
 #include <perfgraft/perfdata.h>
@@ -14,17 +15,21 @@
 #include <perfgraft/xray.h>
 #include "cli/cli.h"
 
-#define USAGE "usage: perfgraft dump [-v] [--json] [--time-order] FILE"
+#define USAGE "usage: perfgraft dump [-v] [--json|--format=text|json] [--time-order] [-o OUT] [-i] FILE"
 
 static void do_help(FILE *f)
 {
 	fprintf(f, USAGE "\n\n"
 		   "Prints FILE readably; the format is detected from its contents.\n"
-		   "Supported: jitdump (jit-PID.dump), perf.data (file or pipe mode, - for\n"
-		   "standard input), LLVM XRay traces (FDR 1-5, basic mode 1-3), gperftools\n"
-		   "CPU profiles.\n\n"
-		   "  --json        one JSON object instead of text (on failure too: its\n"
-		   "                \"error\" holds the message)\n"
+		   "Supported: jitdump (jit-PID.dump), perf.data (file or pipe mode), LLVM\n"
+		   "XRay traces (FDR 1-5, basic mode 1-3), gperftools CPU profiles.\n\n"
+		   "  -i, --input FILE  the file to print (or as the argument); - is standard\n"
+		   "                input, any of the formats\n"
+		   "  -o, --output OUT  write to OUT (replaced once all is written), - for\n"
+		   "                stdout (the default)\n"
+		   "  --json, --format=json\n"
+		   "                one JSON object instead of text (on failure too: its\n"
+		   "                \"error\" holds the message); --format=text: text\n"
 		   "  --time-order  XRay: function and event records only, each thread's\n"
 		   "                buffers in time order, threads merged by time\n"
 		   "  -v            every warning (default: the first 3 of each\n"
@@ -343,25 +348,43 @@ static int fail(bool json, const char *path, int status, const char *fmt, ...)
 
 int cmd_dump(int argc, char **argv)
 {
+	enum { OPT_FORMAT = 256 };
 	static const struct option opts[] = {
+		{ "input", required_argument, NULL, 'i' },
+		{ "output", required_argument, NULL, 'o' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "time-order", no_argument, NULL, 't' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
+	static const unsigned accept = CLI_ACCEPT(CLI_FMT_JITDUMP) | CLI_ACCEPT_PERF |
+				       CLI_ACCEPT_XRAY | CLI_ACCEPT(CLI_FMT_GPERF);
 	struct cli_warnings w = { 0 };
-	unsigned char magic[4] = { 0 }, head[64];
+	struct cli_input in;
 	bool json = false, time_order = false, help = false;
+	const char *input = NULL, *output = NULL;
 	char bad[256] = "";
-	int c, fd, ret;
-	ssize_t n;
+	int c, ret;
 
 	/* every option is read before a usage error is reported, so that a
 	 * --json after the bad one still gets its JSON */
-	while ((c = getopt_long(argc, argv, "jvh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:o:jvh", opts, NULL)) != -1) {
 		switch (c) {
+		case 'i':
+			if (input && !bad[0])
+				snprintf(bad, sizeof(bad), "more than one FILE given");
+			input = optarg;
+			break;
+		case 'o': output = optarg; break;
 		case 'j': json = true; break;
+		case OPT_FORMAT:
+			if (!strcmp(optarg, "json") || !strcmp(optarg, "text"))
+				json = !strcmp(optarg, "json");
+			else if (!bad[0])
+				snprintf(bad, sizeof(bad), "--format takes text or json, not '%.100s'", optarg);
+			break;
 		case 't': time_order = true; break;
 		case 'v': w.verbose++; break;
 		case 'h': help = true; break;
@@ -387,53 +410,54 @@ int cmd_dump(int argc, char **argv)
 	}
 	if (bad[0])
 		return fail(json, NULL, EXIT_USAGE, "%s (" USAGE ")", bad);
-	if (optind + 1 != argc)
+	if (!input && optind < argc)
+		input = argv[optind++];
+	if (!input || optind != argc)
 		return fail(json, NULL, EXIT_USAGE, "%s (" USAGE ")",
-			    optind == argc ? "no FILE given" : "more than one FILE given");
+			    !input ? "no FILE given" : "more than one FILE given");
+	if (output && (cli_refuse_same(output, input) < 0 || cli_output_to(output) < 0))
+		return EXIT_USAGE;
 	w.collect = json;
-	if (!strcmp(argv[optind], "-")) {	/* a pipe: perf.data is what comes that way */
-		ret = dump_perfdata("-", json, &w);
-		cli_warnings_flush(&w);
-		cli_warnings_free(&w);
-		return ret;
-	}
-	fd = open(argv[optind], O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return fail(json, argv[optind], EXIT_BADINPUT, "%s: %s", argv[optind], strerror(errno));
-	n = read(fd, head, sizeof(head));
-	if (n < 0) {
-		int e = errno;
-
-		close(fd);
-		return fail(json, argv[optind], EXIT_BADINPUT, "%s: %s", argv[optind], strerror(e));
-	}
-	close(fd);
-	if (n >= 4)
-		memcpy(magic, head, 4);
-	if (n > 0 && pg_gperf_probe(head, (size_t)n)) {
-		ret = dump_gperf(argv[optind], json, &w);
-		cli_warnings_flush(&w);
-		cli_warnings_free(&w);
-		return ret;
-	}
-	if (n >= 4) {
-		/* each reader's probe: the magics live with their formats */
+	ret = cli_input("dump", input, accept,
+			"a jitdump, perf.data, XRay trace or gperftools CPU profile",
+			CLI_IN_PERF_STREAM, &in);
+	if (ret < 0)
+		return fail(json, in.arg, ret == -2 ? EXIT_USAGE : EXIT_BADINPUT, "%s", in.err);
+	switch (in.fmt) {
+	case CLI_FMT_GPERF: ret = dump_gperf(in.path, json, &w); break;
+	case CLI_FMT_JITDUMP: ret = dump_jitdump(in.path, json, &w); break;
+	case CLI_FMT_PERF_FILE:
+	case CLI_FMT_PERF_PIPE: ret = dump_perfdata(in.path, json, &w); break;
+	case CLI_FMT_XRAY_BASIC:
+	case CLI_FMT_XRAY_FDR: ret = dump_xray(in.path, json, time_order, &w); break;
+	default:
 		ret = -1;
-		if (pg_jitdump_probe(magic, 4))
-			ret = dump_jitdump(argv[optind], json, &w);
-		else if (pg_perfdata_probe(magic, 4))
-			ret = dump_perfdata(argv[optind], json, &w);
-		else if (pg_xray_probe(magic, 4))
-			ret = dump_xray(argv[optind], json, time_order, &w);
-		if (ret >= 0) {
-			cli_warnings_flush(&w);
-			cli_warnings_free(&w);
-			return ret;
-		}
+		break;
 	}
-	if (n == 0)
-		return fail(json, argv[optind], EXIT_BADINPUT, "%s: offset 0: empty file", argv[optind]);
-	return fail(json, argv[optind], EXIT_BADINPUT,
+	if (ret >= 0) {
+		cli_warnings_flush(&w);
+		cli_warnings_free(&w);
+		return ret;
+	}
+	/* a file the sniffing could not read (missing, unreadable): the
+	 * perf.data reader's message, as for any input */
+	if (in.fmt == CLI_FMT_UNKNOWN && strcmp(in.arg, "-")) {
+		struct stat st;
+
+		if (stat(in.arg, &st) < 0 || !S_ISREG(st.st_mode)) {
+			int fd = open(in.arg, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+
+			if (fd < 0)
+				return fail(json, in.arg, EXIT_BADINPUT, "%s: %s", in.arg, strerror(errno));
+			close(fd);
+			return fail(json, in.arg, EXIT_BADINPUT, "%s: not a regular file", in.arg);
+		}
+		if (access(in.arg, R_OK) < 0)
+			return fail(json, in.arg, EXIT_BADINPUT, "%s: %s", in.arg, strerror(errno));
+	}
+	if (in.fmt == CLI_FMT_EMPTY)
+		return fail(json, in.arg, EXIT_BADINPUT, "%s: offset 0: empty file", in.name);
+	return fail(json, in.arg, EXIT_BADINPUT,
 		    "%s: offset 0: unrecognized format (perfgraft dump reads jitdump, perf.data, XRay and gperftools CPU profile files)",
-		    argv[optind]);
+		    in.name);
 }

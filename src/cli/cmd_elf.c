@@ -16,9 +16,11 @@ static void do_help(FILE *f)
 	fprintf(f, "usage: perfgraft elf [-o DIR] [--layout memory|packed|per-function]\n"
 		   "                     [--cfi-layout standard|perf-5.19] [--prefix NAME]\n"
 		   "                     [--compress-debug-sections zlib|none] [--user-stacks]\n"
-		   "                     [--pack-limit BYTES] [--list] [-q] [-v] JITDUMP\n\n"
+		   "                     [--pack-limit BYTES] [--list|--maps] [--json|--format=F]\n"
+		   "                     [-q] [-v] [-i] JITDUMP\n\n"
 		   "Writes ELF images with the code, symbols, DWARF line tables and unwind\n"
 		   "tables of every function in JITDUMP.\n\n"
+		   "  -i, --input JITDUMP the dump (or as the argument; - for standard input)\n"
 		   "  -o, --output DIR    directory for the images, created when missing (default: .)\n"
 		   "  --layout L          memory (default): one image per code region and\n"
 		   "                      generation, laid out like the process's memory; packed:\n"
@@ -42,6 +44,8 @@ static void do_help(FILE *f)
 		   "                      index, code_addr, size, image, pgoff, map_len, name)\n"
 		   "  --maps              print every map of the images as --list does, the kind\n"
 		   "                      first: LOAD, MOVE, TABLES (the merged unwind tables)\n"
+		   "  --format=text|json  --list and --maps as text (default) or one JSON array\n"
+		   "  --json              --format=json\n"
 		   "  -q, --quiet         errors only: no warnings, no summary\n"
 		   "  -v                  every warning (default: the first 3 of each\n"
 		   "                      kind, at most 20)\n"
@@ -49,15 +53,30 @@ static void do_help(FILE *f)
 }
 
 /* --list: one line per map, from the set's maps once they are known */
-static void list_maps(const pg_elfset *set, bool kinds)
+static void list_maps(const pg_elfset *set, bool kinds, bool json)
 {
 	static const char *const kind[] = { "LOAD", "MOVE", "CARRY", "TABLES" };
 	size_t n;
 	const struct pg_elf_map *m = pg_elfset_maps(set, &n);
+	bool first = true;
 
+	if (json)
+		printf("[");
 	for (size_t i = 0; i < n; i++) {
 		if (!kinds && m[i].kind != PG_ELF_MAP_LOAD)
 			continue;
+		if (json) {
+			printf("%s\n{\"kind\":\"%s\",\"index\":%llu,\"code_addr\":%llu,\"size\":%llu,\"image\":",
+			       first ? "" : ",", kind[m[i].kind], (unsigned long long)m[i].id,
+			       (unsigned long long)m[i].start, (unsigned long long)m[i].size);
+			json_str(stdout, pg_elfset_image(set, m[i].image)->name);
+			printf(",\"pgoff\":%llu,\"map_len\":%llu,\"name\":",
+			       (unsigned long long)m[i].pgoff, (unsigned long long)m[i].len);
+			json_str(stdout, m[i].name ? m[i].name : "");
+			printf("}");
+			first = false;
+			continue;
+		}
 		if (kinds)
 			printf("%s\t", kind[m[i].kind]);
 		printf("%llu\t0x%llx\t%llu\t%s\t0x%llx\t%llu\t", (unsigned long long)m[i].id,
@@ -67,14 +86,19 @@ static void list_maps(const pg_elfset *set, bool kinds)
 		out_escaped(stdout, m[i].name ? m[i].name : "");
 		putchar('\n');
 	}
+	if (json)
+		printf("\n]\n");
 }
 
 int cmd_elf(int argc, char **argv)
 {
 	enum { OPT_PER_FUNCTION = 256, OPT_PREFIX, OPT_PACK_LIMIT, OPT_CFI, OPT_UNWIND_519,
-	       OPT_LAYOUT, OPT_MAPS, OPT_COMPRESS, OPT_USER_STACKS };
+	       OPT_LAYOUT, OPT_MAPS, OPT_COMPRESS, OPT_USER_STACKS, OPT_FORMAT, OPT_JSON };
 	static const struct option opts[] = {
+		{ "input", required_argument, NULL, 'i' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "json", no_argument, NULL, OPT_JSON },
 		{ "per-function", no_argument, NULL, OPT_PER_FUNCTION },
 		{ "layout", required_argument, NULL, OPT_LAYOUT },
 		{ "maps", no_argument, NULL, OPT_MAPS },
@@ -98,15 +122,29 @@ int cmd_elf(int argc, char **argv)
 	struct pg_code_event ev;
 	pg_code_source *src = NULL;
 	pg_elfset *set = NULL;
-	bool list = false, maps = false, quiet = false, made_dir = false;
+	bool list = false, maps = false, quiet = false, made_dir = false, json = false;
+	const char *input = NULL;
+	struct cli_input in;
 	uint64_t placed = 0, with_cfi = 0, skipped = 0, bytes = 0;
 	double t0 = now_seconds(), next_progress = 0;
 	int c, ret, status = 0;
 	char *end;
 
-	while ((c = getopt_long(argc, argv, "o:lqvh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:o:lqvh", opts, NULL)) != -1) {
 		switch (c) {
+		case 'i':
+			if (input) {
+				cli_error("elf: one JITDUMP at a time");
+				return EXIT_USAGE;
+			}
+			input = optarg;
+			break;
 		case 'o': eo.dir = optarg; break;
+		case OPT_FORMAT:
+			if (cli_format(optarg, &json) < 0)
+				return EXIT_USAGE;
+			break;
+		case OPT_JSON: json = true; break;
 		case OPT_PER_FUNCTION:
 			eo.per_function = true;
 			eo.memory_layout = false;
@@ -142,10 +180,27 @@ int cmd_elf(int argc, char **argv)
 		default: do_help(stderr); return EXIT_USAGE;
 		}
 	}
-	if (optind + 1 != argc) {
+	if (!input && optind < argc)
+		input = argv[optind++];
+	if (!input || optind != argc) {
 		do_help(stderr);
 		return EXIT_USAGE;
 	}
+	if (!strcmp(eo.dir, "-")) {
+		cli_error("elf writes a directory of images: -o - (standard output) does not apply; --list prints where the functions landed");
+		return EXIT_USAGE;
+	}
+	if (json && !list && !maps) {
+		cli_error("--format/--json apply to what --list or --maps print");
+		return EXIT_USAGE;
+	}
+	if ((ret = cli_input_or_say("elf", input, CLI_ACCEPT(CLI_FMT_JITDUMP), "a jitdump", 0, &in)))
+		return ret;
+	input = in.path;
+	/* argv[optind] is the input in the progress and the summary below,
+	 * whether -i or the argument named it */
+	argv[0] = (char *)input;
+	optind = 0;
 	cli_diag_init(&diag, &w);
 	/* DIR is created as inject creates OUTPUT.d (its parent must exist),
 	 * and removed again if the run fails */
@@ -155,14 +210,14 @@ int cmd_elf(int argc, char **argv)
 		cli_error("%s: %s", eo.dir, strerror(errno));
 		return EXIT_BADINPUT;
 	}
-	ret = pg_code_open(argv[optind], &diag, &src);
+	ret = pg_code_open(input, &diag, &src);
 	if (ret < 0) {
 		cli_error("%s", diag.err);
 		if (made_dir)
 			rmdir(eo.dir);
 		return EXIT_BADINPUT;
 	}
-	ret = pg_elfset_new(pg_code_process(src), argv[optind], &eo, &diag, &set);
+	ret = pg_elfset_new(pg_code_process(src), input, &eo, &diag, &set);
 	if (ret < 0) {
 		cli_error("%s", diag.err);
 		pg_code_close(src);
@@ -198,7 +253,7 @@ int cmd_elf(int argc, char **argv)
 	if (ret == 0)
 		ret = pg_elfset_finish(set);
 	if (ret == 0 && (list || maps))
-		list_maps(set, maps);
+		list_maps(set, maps, json);
 	/* the images take their names only when every one is written: a
 	 * failed run leaves DIR as it was.  A commit may replace earlier
 	 * images of the same names: no signal may stop it half-way (the

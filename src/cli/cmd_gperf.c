@@ -10,16 +10,19 @@
 
 static void do_help(FILE *f)
 {
-	fprintf(f, "usage: perfgraft gperf PROFILE [-o perf.data] [--pid N] [--comm NAME]\n"
+	fprintf(f, "usage: perfgraft gperf [-i] PROFILE [-o perf.data] [--set-pid N] [--comm NAME]\n"
 		   "                      [--root DIR] [--map OLD=NEW]... [--max-samples N]\n"
 		   "                      [--pprof-frames] [--pipe] [-q] [-v]\n\n"
 		   "Converts a gperftools CPU profile (CPUPROFILE=, libprofiler) into a\n"
 		   "perf.data: the profile's executable mappings and one cpu-clock sample per\n"
 		   "tick (above --max-samples, per distinct stack with the ticks in its\n"
 		   "period) with its call chain, so perf report counts what pprof counts.\n\n"
+		   "  -i, --input PROFILE   the profile (or as the argument; - for standard input)\n"
 		   "  -o, --output FILE     perf.data to write, - for a pipe (default: perf.data)\n"
-		   "  --pid N               process ID of the samples (default: the number after\n"
-		   "                        the last '_' of the profile's name, else 1)\n"
+		   "  --set-pid N           process ID of the samples (default: the number after\n"
+		   "                        the last '_' of the profile's name, else 1); the old\n"
+		   "                        spelling --pid still works, with a warning (--pid\n"
+		   "                        filters in the other commands, as in perf)\n"
 		   "  --comm NAME           command name (default: the main program's name)\n"
 		   "  --root DIR            the profiled machine's files are under DIR: paths\n"
 		   "                        become DIR/PATH (those no --map rule changed)\n"
@@ -45,10 +48,13 @@ static void do_help(FILE *f)
 int cmd_gperf(int argc, char **argv)
 {
 	enum { OPT_PID = 256, OPT_COMM, OPT_ROOT, OPT_MAP, OPT_PIPE, OPT_MAX_SAMPLES,
-	       OPT_PPROF_FRAMES };
+	       OPT_PPROF_FRAMES, OPT_OLD_PID };
 	static const struct option opts[] = {
+		{ "input", required_argument, NULL, 'i' },
 		{ "output", required_argument, NULL, 'o' },
-		{ "pid", required_argument, NULL, OPT_PID },
+		{ "set-pid", required_argument, NULL, OPT_PID },
+		/* before --set-pid: kept for the scripts that use it */
+		{ "pid", required_argument, NULL, OPT_OLD_PID },
 		{ "comm", required_argument, NULL, OPT_COMM },
 		{ "root", required_argument, NULL, OPT_ROOT },
 		{ "map", required_argument, NULL, OPT_MAP },
@@ -67,18 +73,31 @@ int cmd_gperf(int argc, char **argv)
 	struct cli_warnings w = { 0 };
 	struct pg_diag diag;
 	double t0 = now_seconds();
-	bool quiet = false;
+	bool quiet = false, old_pid = false;
+	const char *input = NULL;
+	struct cli_input in;
 	char *end, *eq;
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "o:qvh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:o:qvh", opts, NULL)) != -1) {
 		switch (c) {
+		case 'i':
+			if (input) {
+				cli_error("gperf: one PROFILE at a time");
+				free(maps);
+				return EXIT_USAGE;
+			}
+			input = optarg;
+			break;
 		case 'o': go.output = optarg; break;
+		case OPT_OLD_PID:
 		case OPT_PID: {
 			unsigned long long v = strtoull(optarg, &end, 10);
 
+			old_pid |= c == OPT_OLD_PID;
 			if (*end || !*optarg || v > 0x7fffffff) {
-				cli_error("--pid takes a process ID, not '%s'", optarg);
+				cli_error("--%s takes a process ID, not '%s'", c == OPT_PID ? "set-pid" : "pid",
+					  optarg);
 				free(maps);
 				return EXIT_USAGE;
 			}
@@ -125,14 +144,23 @@ int cmd_gperf(int argc, char **argv)
 		default: do_help(stderr); free(maps); return EXIT_USAGE;
 		}
 	}
-	if (optind + 1 != argc) {
+	if (!input && optind < argc)
+		input = argv[optind++];
+	if (!input || optind != argc) {
 		do_help(stderr);
 		free(maps);
 		return EXIT_USAGE;
 	}
-	go.profile = argv[optind];
+	if (old_pid && !quiet)
+		fprintf(stderr, "perfgraft: warning: gperf --pid N is now spelled --set-pid N (--pid filters in the other commands, as in perf); --pid will go\n");
+	if ((c = cli_input_or_say("gperf", input, CLI_ACCEPT(CLI_FMT_GPERF),
+				  "a gperftools CPU profile", 0, &in))) {
+		free(maps);
+		return c;
+	}
+	go.profile = in.path;
 	go.maps = maps;
-	if (cli_refuse_same(go.output, go.profile) < 0) {
+	if (cli_refuse_same(go.output, input) < 0) {
 		free(maps);
 		return EXIT_USAGE;
 	}

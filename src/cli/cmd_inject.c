@@ -10,7 +10,7 @@
 
 static void do_help(FILE *f)
 {
-	fprintf(f, "usage: perfgraft inject [-i perf.data] [-o perf.jit.data] [--jitdump FILE]...\n"
+	fprintf(f, "usage: perfgraft inject [[-i] perf.data] [-o perf.jit.data] [--jitdump FILE]...\n"
 		   "                        [--jitdump-dir DIR] [--image-dir DIR] [--per-function]\n"
 		   "                        [--layout memory|packed|per-function]\n"
 		   "                        [--cfi-layout standard|perf-5.19]\n"
@@ -20,10 +20,12 @@ static void do_help(FILE *f)
 		   "Writes a copy of the perf.data in which the JIT code of every jitdump the\n"
 		   "recorded processes mapped (jit-PID.dump) is mapped from ELF images, so that\n"
 		   "perf report, annotate and script resolve it.  Record with 'perf record -k mono'.\n\n"
-		   "  -i, --input FILE      perf.data to read, - for a pipe (default: perf.data)\n"
+		   "  -i, --input FILE      perf.data to read (or as the argument), - for a pipe\n"
+		   "                        (default: perf.data)\n"
 		   "  -o, --output FILE     perf.data to write, - for a pipe (default: perf.jit.data)\n"
 		   "  --jitdump FILE        inject this dump (for its pid) even if no mmap of it was\n"
-		   "                        recorded; may be repeated\n"
+		   "                        recorded; may be repeated (a pid the recording has\n"
+		   "                        no sample, COMM or MMAP of is warned about)\n"
 		   "  --jitdump-dir DIR     look here for dumps that are no longer where they were\n"
 		   "  --image-dir DIR       where the images go (default: OUTPUT.d; with -o -,\n"
 		   "                        a new perfgraft-jit-TIME-PID.d in the current directory)\n"
@@ -120,8 +122,9 @@ int cmd_inject(int argc, char **argv)
 	struct pg_diag diag;
 	const char **dumps = NULL;
 	struct progress prog = { 0 };
+	struct cli_input in;
 	double t0 = now_seconds();
-	bool quiet = false;
+	bool quiet = false, input_given = false;
 	int c, ret;
 
 	dumps = calloc((size_t)argc, sizeof(*dumps));
@@ -129,7 +132,7 @@ int cmd_inject(int argc, char **argv)
 		return EXIT_BADINPUT;
 	while ((c = getopt_long(argc, argv, "i:o:Nqvh", opts, NULL)) != -1) {
 		switch (c) {
-		case 'i': io.input = optarg; break;
+		case 'i': io.input = optarg; input_given = true; break;
 		case 'o': io.output = optarg; break;
 		case OPT_JITDUMP: dumps[io.njitdumps++] = optarg; break;
 		case OPT_JITDUMP_DIR: io.jitdump_dir = optarg; break;
@@ -189,6 +192,8 @@ int cmd_inject(int argc, char **argv)
 		default: do_help(stderr); free(dumps); return EXIT_USAGE;
 		}
 	}
+	if (!input_given && optind < argc)
+		io.input = argv[optind++];
 	if (optind != argc) {
 		do_help(stderr);
 		free(dumps);
@@ -202,6 +207,19 @@ int cmd_inject(int argc, char **argv)
 	if (ret) {
 		free(dumps);
 		return EXIT_USAGE;
+	}
+	/* the recording, then the dumps: each must be what inject reads */
+	ret = cli_input_or_say("inject", io.input, CLI_ACCEPT_PERF, "a perf.data",
+			       CLI_IN_PERF_STREAM, &in);
+	io.input = in.path;
+	for (size_t i = 0; !ret && i < io.njitdumps; i++) {
+		ret = cli_input_or_say("inject --jitdump", dumps[i], CLI_ACCEPT(CLI_FMT_JITDUMP),
+				       "a jitdump", 0, &in);
+		dumps[i] = in.path;
+	}
+	if (ret) {
+		free(dumps);
+		return ret;
 	}
 	cli_pipe_output();
 	/* a terminal only (progress_due), never under -q */

@@ -18,12 +18,13 @@
 
 static void do_help(FILE *f)
 {
-	fprintf(f, "usage: perfgraft perf-map [-o FILE] [--time TIME] [-q] [-v] JITDUMP\n\n"
+	fprintf(f, "usage: perfgraft perf-map [-o FILE] [--time TIME] [-q] [-v] [-i] JITDUMP\n\n"
 		   "Writes the code of JITDUMP as perf-PID.map text: START SIZE NAME a line,\n"
 		   "hex without 0x, in address order.  A map has no time, so where the JIT\n"
 		   "reused an address only the code live at the end of the dump (or at\n"
 		   "--time) is written, and no two lines overlap (perf's lookup is\n"
 		   "undefined for overlapping lines).\n\n"
+		   "  -i, --input JITDUMP the dump (or as the argument; - for standard input)\n"
 		   "  -o, --output FILE   output (default: perf-PID.map in the current\n"
 		   "                      directory; - for stdout); perf reads\n"
 		   "                      /tmp/perf-PID.map\n"
@@ -39,6 +40,7 @@ int cmd_perf_map(int argc, char **argv)
 {
 	enum { OPT_TIME = 256 };
 	static const struct option opts[] = {
+		{ "input", required_argument, NULL, 'i' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "time", required_argument, NULL, OPT_TIME },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -53,15 +55,23 @@ int cmd_perf_map(int argc, char **argv)
 	struct pg_outfile of = { .fd = -1 };
 	struct pg_diag diag;
 	pg_symbolizer *sym = NULL;
-	const char *output = NULL;
+	const char *output = NULL, *input = NULL;
+	struct cli_input in;
 	char defname[64];
 	uint64_t time = PG_SYM_TIME_END;
 	bool quiet = false, to_stdout;
 	uint32_t pid = 0;
 	int c, ret, status = 0, dirfd = -1;
 
-	while ((c = getopt_long(argc, argv, "o:qvh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:o:qvh", opts, NULL)) != -1) {
 		switch (c) {
+		case 'i':
+			if (input) {
+				cli_error("perf-map: one JITDUMP at a time");
+				return EXIT_USAGE;
+			}
+			input = optarg;
+			break;
 		case 'o': output = optarg; break;
 		case OPT_TIME: {
 			/* the address parser reads "0@TIME" */
@@ -84,12 +94,16 @@ int cmd_perf_map(int argc, char **argv)
 		default: do_help(stderr); return EXIT_USAGE;
 		}
 	}
-	if (optind + 1 != argc) {
+	if (!input && optind < argc)
+		input = argv[optind++];
+	if (!input || optind != argc) {
 		do_help(stderr);
 		return EXIT_USAGE;
 	}
+	if ((c = cli_input_or_say("perf-map", input, CLI_ACCEPT(CLI_FMT_JITDUMP), "a jitdump", 0, &in)))
+		return c;
 	cli_diag_init(&diag, &cw);
-	if (pg_symbolizer_new(&diag, &sym) < 0 || pg_symbolizer_add(sym, argv[optind]) < 0 ||
+	if (pg_symbolizer_new(&diag, &sym) < 0 || pg_symbolizer_add(sym, in.path) < 0 ||
 	    pg_symbolizer_freeze(sym) < 0) {
 		cli_error("%s", diag.err);
 		pg_symbolizer_free(sym);

@@ -13,21 +13,27 @@
 
 static void do_help(FILE *f)
 {
-	fprintf(f, "usage: perfgraft symbolize [--format=text|json] [--pid PID] [-q] [-v]\n"
-		   "                           JITDUMP... [ADDR[@TIME]...|-]\n"
+	fprintf(f, "usage: perfgraft symbolize [--json|--format=text|json] [--pid PID] [-o OUT]\n"
+		   "                           [-q] [-v] [-i JITDUMP]... JITDUMP... [ADDR[@TIME]...|-]\n"
 		   "       perf script ... | perfgraft symbolize --perf-script [--no-srcline]\n"
 		   "                           [--full-source-path]\n"
 		   "                           [--symoff|--no-symoff] JITDUMP...\n\n"
 		   "Names JIT addresses from the jitdumps: function, offset in it, and source\n"
 		   "file:line:column.  Arguments that read as addresses are addresses, the\n"
-		   "others jitdumps (write ./NAME for a dump whose name reads as hex).\n"
-		   "Without ADDR, or with -, addresses are read from stdin, one per line.\n"
+		   "others jitdumps (write ./NAME for a dump whose name reads as hex, or\n"
+		   "-i NAME); the first argument is a dump unless -i names one.  Without\n"
+		   "ADDR, or with - after the dumps, addresses are read from stdin, one per\n"
+		   "line; - as the first dump reads the dump from stdin.\n"
 		   "ADDR is hex; ADDR@TIME names the code that lived there at TIME (JITs\n"
 		   "reuse addresses): nanoseconds, or seconds as perf script prints them\n"
 		   "(12345.678901).  Without a time, the code live at the end of the dump.\n\n"
+		   "  -i, --input JITDUMP a dump (repeatable)\n"
+		   "  -o, --output OUT    write to OUT (replaced once all is written), - for\n"
+		   "                      stdout (the default)\n"
 		   "  --format=text|json  text: ADDR<tab>NAME+0xOFF<tab>FILE:LINE[:COL] per\n"
 		   "                      address, ?? where unknown; json: one document\n"
-		   "  --pid PID           only the dumps of process PID\n"
+		   "  --json              --format=json\n"
+		   "  --pid PID           only the dumps of process PID (a filter, as in perf)\n"
 		   "  --perf-script       filter perf script output: [unknown] frames inside\n"
 		   "                      the dumps' code get the function name and the\n"
 		   "                      dump, and a source line below them as perf's\n"
@@ -263,9 +269,13 @@ static bool is_addr(const char *a)
 
 int cmd_symbolize(int argc, char **argv)
 {
-	enum { OPT_FORMAT = 256, OPT_PID, OPT_SCRIPT, OPT_NO_SRCLINE, OPT_SYMOFF, OPT_NO_SYMOFF, OPT_FULL_PATH };
+	enum { OPT_FORMAT = 256, OPT_PID, OPT_SCRIPT, OPT_NO_SRCLINE, OPT_SYMOFF, OPT_NO_SYMOFF, OPT_FULL_PATH,
+	       OPT_JSON };
 	static const struct option opts[] = {
+		{ "input", required_argument, NULL, 'i' },
+		{ "output", required_argument, NULL, 'o' },
 		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "json", no_argument, NULL, OPT_JSON },
 		{ "pid", required_argument, NULL, OPT_PID },
 		{ "perf-script", no_argument, NULL, OPT_SCRIPT },
 		{ "no-srcline", no_argument, NULL, OPT_NO_SRCLINE },
@@ -282,23 +292,30 @@ int cmd_symbolize(int argc, char **argv)
 	struct pg_script_opts so = { .sz = sizeof(so) };
 	struct pg_script_stats ss = { .sz = sizeof(ss) };
 	pg_script_rewriter *rw = NULL;
-	bool quiet = false, script = false, use_stdin = false, json_open = false;
+	bool quiet = false, script = false, use_stdin = false, json_open = false, dump_on_stdin = false;
 	char **addrs;
-	size_t naddrs = 0, ndumps = 0;
+	const char **inputs = NULL, *output = NULL;
+	size_t naddrs = 0, ndumps = 0, ninputs = 0;
 	int ch, ret = 0, status = 0;
 	char *end;
 	static char obuf[1 << 16];
 
-	while ((ch = getopt_long(argc, argv, "qvh", opts, NULL)) != -1) {
+	inputs = calloc((size_t)argc, sizeof(*inputs));
+	if (!inputs) {
+		cli_error("out of memory");
+		return EXIT_BADINPUT;
+	}
+	while ((ch = getopt_long(argc, argv, "i:o:qvh", opts, NULL)) != -1) {
 		switch (ch) {
+		case 'i': inputs[ninputs++] = optarg; break;
+		case 'o': output = optarg; break;
 		case OPT_FORMAT:
-			if (!strcmp(optarg, "json"))
-				c.json = true;
-			else if (strcmp(optarg, "text")) {
-				cli_error("--format takes text or json, not '%s'", optarg);
+			if (cli_format(optarg, &c.json) < 0) {
+				free(inputs);
 				return EXIT_USAGE;
 			}
 			break;
+		case OPT_JSON: c.json = true; break;
 		case OPT_PID: {
 			unsigned long v;
 
@@ -306,6 +323,7 @@ int cmd_symbolize(int argc, char **argv)
 			v = strtoul(optarg, &end, 10);
 			if (errno || *end || !*optarg || v >= PG_SYM_ANY_PID) {
 				cli_error("--pid takes a process id, not '%s'", optarg);
+				free(inputs);
 				return EXIT_USAGE;
 			}
 			c.pid = (uint32_t)v;
@@ -318,21 +336,41 @@ int cmd_symbolize(int argc, char **argv)
 		case OPT_NO_SYMOFF: so.symoff = PG_SCRIPT_SYMOFF_OFF; break;
 		case 'q': quiet = w.quiet = true; break;
 		case 'v': w.verbose++; break;
-		case 'h': do_help(stdout); return 0;
-		default: do_help(stderr); return EXIT_USAGE;
+		case 'h': do_help(stdout); free(inputs); return 0;
+		default: do_help(stderr); free(inputs); return EXIT_USAGE;
 		}
 	}
 	if (script && c.json) {
 		cli_error("--perf-script writes perf script's text: --format=json does not apply");
+		free(inputs);
 		return EXIT_USAGE;
 	}
-	if (optind >= argc) {
+	if (optind >= argc && !ninputs) {
 		do_help(stderr);
+		free(inputs);
 		return EXIT_USAGE;
 	}
 	addrs = calloc((size_t)argc, sizeof(*addrs));
 	if (!addrs) {
 		cli_error("out of memory");
+		free(inputs);
+		return EXIT_BADINPUT;
+	}
+	for (size_t i = 0; i < ninputs; i++)
+		if (output && cli_refuse_same(output, inputs[i]) < 0) {
+			free(inputs);
+			free(addrs);
+			return EXIT_USAGE;
+		}
+	for (int i = optind; i < argc; i++)
+		if (output && cli_refuse_same(output, argv[i]) < 0) {
+			free(inputs);
+			free(addrs);
+			return EXIT_USAGE;
+		}
+	if (output && cli_output_to(output) < 0) {
+		free(inputs);
+		free(addrs);
 		return EXIT_BADINPUT;
 	}
 	w.collect = c.json;
@@ -347,26 +385,44 @@ int cmd_symbolize(int argc, char **argv)
 		fprintf(c.out, "{\"results\":[");
 		json_open = true;
 	}
-	/* the first argument is always a dump */
-	for (int i = optind; i < argc; i++) {
-		const char *a = argv[i];
+	/* -i's dumps, then the arguments: the first is a dump unless -i named
+	 * one ("-" there: the dump comes on stdin) */
+	for (int i = optind - (int)ninputs; i < argc; i++) {
+		bool named = i < optind;
+		const char *a = named ? inputs[i - (optind - (int)ninputs)] : argv[i];
+		bool first = !named && i == optind && !ninputs;
+		struct cli_input in;
 
-		if (!strcmp(a, "-") && i > optind) {
+		if (!named && !first && !strcmp(a, "-")) {
 			use_stdin = true;
-		} else if (i > optind && is_addr(a)) {
-			addrs[naddrs++] = argv[i];
-		} else if (i > optind && (!strncmp(a, "0x", 2) || !strncmp(a, "0X", 2)) && !strchr(a, '/')) {
+		} else if (!named && !first && is_addr(a)) {
+			addrs[naddrs++] = (char *)a;
+		} else if (!named && !first && (!strncmp(a, "0x", 2) || !strncmp(a, "0X", 2)) && !strchr(a, '/')) {
 			cli_error("'%s' is not an address (hex, or hex@TIME)", a);
 			status = EXIT_USAGE;
 			goto out;
 		} else {
-			if (pg_symbolizer_add(c.sym, a) < 0) {
+			if ((status = cli_input_or_say("symbolize", a, CLI_ACCEPT(CLI_FMT_JITDUMP),
+						       "a jitdump", 0, &in)))
+				goto out;
+			if (pg_symbolizer_add(c.sym, in.path) < 0) {
 				cli_error("%s", c.diag.err);
 				status = EXIT_BADINPUT;
 				goto out;
 			}
+			dump_on_stdin |= strcmp(in.path, in.arg) != 0;
 			ndumps++;
 		}
+	}
+	if (dump_on_stdin && (use_stdin || (!naddrs && !script))) {
+		cli_error("the dump is read from standard input: give the addresses as arguments");
+		status = EXIT_USAGE;
+		goto out;
+	}
+	if (dump_on_stdin && script) {
+		cli_error("--perf-script reads perf script output on standard input: the dump cannot come that way");
+		status = EXIT_USAGE;
+		goto out;
 	}
 	if (script && (naddrs || use_stdin)) {
 		cli_error("--perf-script reads perf script output on stdin: no addresses");
@@ -440,5 +496,6 @@ out:
 	pg_script_rewriter_free(rw);
 	pg_symbolizer_free(c.sym);
 	free(addrs);
+	free(inputs);
 	return status;
 }

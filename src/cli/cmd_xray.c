@@ -15,11 +15,11 @@
 
 static void do_help(FILE *f)
 {
-	fprintf(f, "usage: perfgraft xray TRACE... [-b BIN] [-o perf.data] [-F HZ] [--no-events]\n"
+	fprintf(f, "usage: perfgraft xray [-i] TRACE... [-b BIN] [-o perf.data] [-F HZ] [--no-events]\n"
 		   "                      [--no-samples] [--max-gap SEC] [--thin-after N] [-z N]\n"
 		   "                      [--pipe] [-q] [-v]\n"
-		   "       perfgraft xray --functions -b BIN\n"
-		   "       perfgraft xray --account TRACE [-b BIN] [-k] [-d] [--recursive-calls-only]\n"
+		   "       perfgraft xray --functions [--json|--format=text|json] -b BIN\n"
+		   "       perfgraft xray --account [-i] TRACE [-b BIN] [-k] [-d] [--recursive-calls-only]\n"
 		   "                      [-s FIELD] [-r asc|dsc] [-p N] [-f text|csv] [-o FILE]\n\n"
 		   "Converts LLVM XRay traces (FDR 1-5, basic mode 1-3) of one binary into a\n"
 		   "perf.data: a time-weighted sample stream with call chains (perf report's\n"
@@ -60,7 +60,10 @@ static void do_help(FILE *f)
 		   "                        sum, or func (by name; account lacks it)\n"
 		   "  -r, --sortorder asc|dsc\n"
 		   "  -p, --top N           only the first N rows\n"
-		   "  -f, --format text|csv\n"
+		   "  -f, --format text|csv|json\n"
+		   "                        --account: text (default) or csv; --functions:\n"
+		   "                        text (default) or json (an array of objects)\n"
+		   "  --json                --format=json\n"
 		   "  -q, --quiet           errors only: no warnings, no summary\n"
 		   "  -v                    every warning (default: the first 3 of each\n"
 		   "                        kind, at most 20)\n"
@@ -68,10 +71,11 @@ static void do_help(FILE *f)
 		   PG_XRAY_DEFAULT_THIN_AFTER);
 }
 
-static int list_functions(const char *bin, struct cli_warnings *w)
+static int list_functions(const char *bin, bool json, struct cli_warnings *w)
 {
 	struct pg_diag diag;
 	pg_xray_map *m;
+	bool first = true;
 	int ret;
 
 	cli_diag_init(&diag, w);
@@ -81,7 +85,10 @@ static int list_functions(const char *bin, struct cli_warnings *w)
 		cli_error("%s", diag.err);
 		return EXIT_BADINPUT;
 	}
-	printf("%8s  %-18s %6s  %-6s %s\n", "id", "address", "size", "sleds", "function (source)");
+	if (json)
+		printf("[");
+	else
+		printf("%8s  %-18s %6s  %-6s %s\n", "id", "address", "size", "sleds", "function (source)");
 	for (size_t i = 1; i <= pg_xray_map_count(m); i++) {
 		const struct pg_xray_func *f = pg_xray_map_func(m, (uint32_t)i);
 		static const char kinds[] = "EXTACY";	/* enter exit tail args custom typed */
@@ -93,12 +100,29 @@ static int list_functions(const char *bin, struct cli_warnings *w)
 		for (int k = 0; k < 6; k++)
 			if (f->sled_kinds & (1u << k))
 				sk[k] = kinds[k];
+		if (json) {
+			printf("%s\n{\"id\":%u,\"address\":%llu,\"size\":%llu,\"sleds\":\"%s\",\"function\":",
+			       first ? "" : ",", f->id, (unsigned long long)f->addr,
+			       (unsigned long long)f->size, sk);
+			json_str(stdout, f->name);
+			printf(",\"file\":");
+			if (f->file)
+				json_str(stdout, f->file);
+			else
+				printf("null");
+			printf(",\"line\":%u,\"column\":%u,\"always\":%s}", f->file ? f->line : 0,
+			       f->file ? f->column : 0, f->always_instrument ? "true" : "false");
+			first = false;
+			continue;
+		}
 		printf("%8u  0x%016llx %6llu  %s %s", f->id, (unsigned long long)f->addr,
 		       (unsigned long long)f->size, sk, f->name);
 		if (f->file)
 			printf(" (%s:%u:%u)", f->file, f->line, f->column);
 		printf("%s\n", f->always_instrument ? " [always]" : "");
 	}
+	if (json)
+		printf("\n]\n");
 	pg_xray_map_close(m);
 	return 0;
 }
@@ -229,11 +253,14 @@ static void account_spellings(int argc, char **argv)
 	}
 }
 
-int cmd_xray(int argc, char **argv)
+/* cmd_xray with room for the traces -i names */
+static int xray_main(int argc, char **argv, const char **traces)
 {
 	enum { OPT_NO_EVENTS = 256, OPT_NO_SAMPLES, OPT_PIPE, OPT_FUNCTIONS, OPT_MAX_GAP,
-	       OPT_THIN_AFTER, OPT_ACCOUNT, OPT_RECURSIVE };
+	       OPT_THIN_AFTER, OPT_ACCOUNT, OPT_RECURSIVE, OPT_JSON };
 	static const struct option opts[] = {
+		{ "input", required_argument, NULL, 'i' },
+		{ "json", no_argument, NULL, OPT_JSON },
 		{ "binary", required_argument, NULL, 'b' },
 		{ "instr-map", required_argument, NULL, 'm' },
 		{ "output", required_argument, NULL, 'o' },
@@ -265,14 +292,16 @@ int cmd_xray(int argc, char **argv)
 	struct cli_warnings w = { 0 };
 	struct pg_diag diag;
 	double t0 = now_seconds(), next_progress = 0;
-	bool quiet = false, functions = false, account = false, output_set = false;
+	bool quiet = false, functions = false, account = false, output_set = false, json = false;
+	const char *format = NULL;	/* --format or --json: what it means depends on the mode */
+	size_t ntraces = 0;
 	const char *conv_opt = NULL, *acct_opt = NULL;	/* one of each mode's, for a usage error */
 	struct pg_xray_account_opts ao = { 0 };
 	char *end;
 	int c, ret;
 
 	account_spellings(argc, argv);
-	while ((c = getopt_long(argc, argv, "b:m:o:F:z:kds:r:p:f:qvh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:b:m:o:F:z:kds:r:p:f:qvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'F': conv_opt = "--frequency"; break;
 		case 'z': conv_opt = "--compression-level"; break;
@@ -288,7 +317,6 @@ int cmd_xray(int argc, char **argv)
 		case 's': acct_opt = "--sort"; break;
 		case 'r': acct_opt = "--sortorder"; break;
 		case 'p': acct_opt = "--top"; break;
-		case 'f': acct_opt = "--format"; break;
 		}
 		switch (c) {
 		case 'b':
@@ -328,13 +356,9 @@ int cmd_xray(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			break;
-		case 'f':
-			if (strcmp(optarg, "text") && strcmp(optarg, "csv")) {
-				cli_error("--format takes text or csv, not '%s'", optarg);
-				return EXIT_USAGE;
-			}
-			ao.csv = !strcmp(optarg, "csv");
-			break;
+		case 'f': format = optarg; break;
+		case OPT_JSON: format = "json"; break;
+		case 'i': traces[ntraces++] = optarg; break;
 		case 'F':
 			xo.frequency = strtoull(optarg, &end, 10);
 			if (*end || !*optarg || xo.frequency == 0) {
@@ -386,16 +410,28 @@ int cmd_xray(int argc, char **argv)
 		default: do_help(stderr); return EXIT_USAGE;
 		}
 	}
+	for (int i = optind; i < argc; i++)
+		traces[ntraces++] = argv[i];
 	if (account) {
+		struct cli_input in;
+
 		if (conv_opt) {
 			cli_error("%s is not an option of --account", conv_opt);
 			return EXIT_USAGE;
 		}
-		if (optind + 1 != argc) {
+		if (format && strcmp(format, "text") && strcmp(format, "csv")) {
+			cli_error("--account prints text or csv, not '%s'", format);
+			return EXIT_USAGE;
+		}
+		ao.csv = format && !strcmp(format, "csv");
+		if (ntraces != 1) {
 			cli_error("--account takes one trace");
 			return EXIT_USAGE;
 		}
-		ao.trace = argv[optind];
+		if ((ret = cli_input_or_say("xray --account", traces[0], CLI_ACCEPT_XRAY,
+					    "an XRay trace", 0, &in)))
+			return ret;
+		ao.trace = in.path;
 		ao.binary = xo.binary;
 		return run_account(&ao, output_set ? xo.output : "-", quiet, &w);
 	}
@@ -404,22 +440,35 @@ int cmd_xray(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (functions) {
-		if (!xo.binary || optind != argc) {
+		if (!xo.binary || ntraces) {
 			cli_error("--functions takes only --binary BIN");
 			return EXIT_USAGE;
 		}
-		return list_functions(xo.binary, &w);
+		if (format && (cli_format(format, &json) < 0))
+			return EXIT_USAGE;
+		return list_functions(xo.binary, json, &w);
 	}
-	if (optind == argc) {
+	if (format) {
+		cli_error("--format/--json apply to what --account and --functions print");
+		return EXIT_USAGE;
+	}
+	if (!ntraces) {
 		do_help(stderr);
 		return EXIT_USAGE;
 	}
-	xo.traces = (const char *const *)argv + optind;
-	xo.ntraces = (size_t)(argc - optind);
 	/* -o naming a trace (or the binary) would replace it with perf.data */
-	for (int i = optind; i < argc; i++)
-		if (cli_refuse_same(xo.output, argv[i]) < 0)
+	for (size_t i = 0; i < ntraces; i++)
+		if (cli_refuse_same(xo.output, traces[i]) < 0)
 			return EXIT_USAGE;
+	for (size_t i = 0; i < ntraces; i++) {
+		struct cli_input in;
+
+		if ((ret = cli_input_or_say("xray", traces[i], CLI_ACCEPT_XRAY, "an XRay trace", 0, &in)))
+			return ret;
+		traces[i] = in.path;
+	}
+	xo.traces = traces;
+	xo.ntraces = ntraces;
 	if (xo.binary && cli_refuse_same(xo.output, xo.binary) < 0)
 		return EXIT_USAGE;
 	cli_pipe_output();
@@ -465,4 +514,18 @@ int cmd_xray(int argc, char **argv)
 				(unsigned long long)st.gaps);
 	}
 	return 0;
+}
+
+int cmd_xray(int argc, char **argv)
+{
+	const char **traces = calloc((size_t)argc + 1, sizeof(*traces));
+	int ret;
+
+	if (!traces) {
+		cli_error("out of memory");
+		return EXIT_BADINPUT;
+	}
+	ret = xray_main(argc, argv, traces);
+	free(traces);
+	return ret;
 }

@@ -54,6 +54,7 @@ struct pidinfo {
 	unsigned early_checks;
 	unsigned dumps;		/* dumps injected for it (image prefixes) */
 	bool by_hand;		/* a --jitdump dump: its markers are ignored */
+	const char *hand_path;	/* the first --jitdump of the pid */
 };
 
 struct inj {
@@ -85,6 +86,12 @@ struct inj {
 	size_t nsets, sets_cap, setinfo_cap;
 	size_t ncommitted;	/* sets[0, ncommitted) have their names */
 	struct pg_elfset_budget *budget;	/* the run's bound on sparse images */
+	/* the pids the recording has (samples, COMM, MMAP...), for the
+	 * --jitdump of a pid it has not; the first few for the message */
+	struct pg_u64map recorded;
+	uint32_t recorded_first[6];
+	size_t nrecorded_first;
+	int64_t last_recorded;
 	/* the dumps' sets and sources keep a pg_diag as long as they live:
 	 * this one, which outlives them */
 	struct pg_diag dd;
@@ -597,6 +604,8 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 		goto fail;
 	}
 	pi->by_hand |= by_hand;
+	if (by_hand && !pi->hand_path)
+		pi->hand_path = path;	/* o->jitdumps[i]: lives as long as the run */
 	/* a second dump of the same pid (pid reuse) gets its own names */
 	if (lv && lv->prefix[0])	/* a live dump's later reads: parts */
 		snprintf(prefix, sizeof(prefix), "%.40s-part%u", lv->prefix, lv->chunks);
@@ -980,6 +989,47 @@ static int on_marker(struct inj *j, const struct pg_pd_mmap *mm, bool *is_marker
 	return load_dump(j, f.path, mm->pid, false, NULL, false);
 }
 
+/* The pid of a record that has one (its own, or its sample_id's), noted
+ * when --jitdump named dumps: a dump of a pid the recording has nothing
+ * of is injected, but nothing will use its code (warn_unrecorded). */
+static void note_recorded(struct inj *j, const struct pg_pd_rec *r)
+{
+	int32_t pid, tid;
+	bool added = false;
+
+	if (!pg_perfdata_own_tid(j->pd, r, &pid, &tid)) {
+		if (!r->has_tid)
+			return;
+		pid = (int32_t)r->pid;
+	}
+	if (pid <= 0 || pid == j->last_recorded)	/* -1: none; 0: the kernel's */
+		return;
+	j->last_recorded = pid;
+	if (pg_u64map_put(&j->recorded, (uint64_t)pid, &added) && added &&
+	    j->nrecorded_first < sizeof(j->recorded_first) / sizeof(j->recorded_first[0]))
+		j->recorded_first[j->nrecorded_first++] = (uint32_t)pid;
+}
+
+static void warn_unrecorded(struct inj *j)
+{
+	for (size_t i = 0; i < j->npids; i++) {
+		const struct pidinfo *pi = &j->pids[i];
+		char list[96] = "";
+		size_t len = 0, n = pg_u64map_count(&j->recorded);
+
+		if (!pi->by_hand || pg_u64map_get(&j->recorded, pi->pid))
+			continue;
+		for (size_t k = 0; k < j->nrecorded_first && len < sizeof(list); k++)
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%u", k ? ", " : "",
+						j->recorded_first[k]);
+		if (n > j->nrecorded_first && len < sizeof(list))
+			snprintf(list + len, sizeof(list) - len, " and %zu more", n - j->nrecorded_first);
+		pg_warn(j->diag, "--jitdump %s: pid %u has no sample, COMM or MMAP in the recording (%s%s): its code is injected, but no sample is in it; is it the dump of another run?",
+			pi->hand_path ? pi->hand_path : "?", pi->pid, n ? "its pids: " : "it has no pid",
+			list);
+	}
+}
+
 /* The image directory this run made: removed (when empty) on a signal. */
 static long register_dir(const char *path)
 {
@@ -1259,7 +1309,8 @@ static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 		  struct pg_inject_stats *st)
 {
 	struct inj j = { .o = o, .diag = diag, .st = st,
-			 .dd = { .warn = diag->warn, .ctx = diag->ctx } };
+			 .dd = { .warn = diag->warn, .ctx = diag->ctx },
+			 .recorded = PG_U64MAP_INIT(1), .last_recorded = -1 };
 	struct pg_pdw_opts wo = { .sz = sizeof(wo) };
 	struct pg_pd_rec r;
 	struct stat ost;
@@ -1366,6 +1417,8 @@ static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 		bool w = false;
 
 		st->records_in++;
+		if (o->njitdumps)
+			note_recorded(&j, &r);
 		if (r.type == PG_PERF_RECORD_HEADER_FEATURE && r.size >= 16) {
 			uint64_t bit = pg_pd_u64(j.pd, r.data + 8);
 
@@ -1433,6 +1486,8 @@ static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 			(unsigned long long)st->held_forced);
 	if (!ret)
 		ret = flush_until(&j, UINT64_MAX);
+	if (!ret)
+		warn_unrecorded(&j);
 	/* every dump is planned: one warning for those the run's bound packed */
 	if (!ret)
 		pg_elfset_budget_report(j.budget, diag);
@@ -1509,6 +1564,7 @@ out:
 	for (size_t i = 0; i < j.seen.n; i++)
 		free((char *)j.seen.keys[i]);
 	pg_strmap_free(&j.seen);
+	pg_u64map_free(&j.recorded);
 	pg_jd_cache_free(j.jdc);
 	pg_elfset_budget_free(j.budget);
 	return ret;
