@@ -420,7 +420,7 @@ static int xray_main(int argc, char **argv, const char **traces)
 			return EXIT_USAGE;
 		}
 		if (format && strcmp(format, "text") && strcmp(format, "csv")) {
-			cli_error("--account prints text or csv, not '%s'", format);
+			cli_error("--format takes text or csv with --account, not '%s'", format);
 			return EXIT_USAGE;
 		}
 		ao.csv = format && !strcmp(format, "csv");
