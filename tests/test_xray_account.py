@@ -318,6 +318,23 @@ class XrayAccount(unittest.TestCase):
             self.assertEqual(f.read(), self.mine(trace, ("-f", "csv")).stdout)
         self.assertEqual(sorted(os.listdir(self.tmp)).count("table.csv"), 1)
         self.assertFalse([n for n in os.listdir(self.tmp) if n.startswith(".table.csv")])
+        self.assertEqual(os.stat(out).st_mode & 0o777, 0o600)  # as dump -o, perf.data
+        # -i and standard input: the same table (the one grammar of issue 25)
+        want = self.mine(trace, ("-f", "csv")).stdout
+        r = run([PERFGRAFT, "xray", "--account", "-q", "-f", "csv", "-i", trace])
+        self.assertEqual((r.returncode, r.stdout), (0, want), r.stderr)
+        with open(trace, "rb") as f:
+            r = subprocess.run([PERFGRAFT, "xray", "--account", "-q", "-f", "csv", "-"],
+                               stdin=f, capture_output=True, text=True)
+        self.assertEqual((r.returncode, r.stdout), (0, want), r.stderr)
+        # a run that fails leaves an earlier table as it was
+        bad = os.path.join(self.tmp, "bad.xray")
+        with open(bad, "wb") as f:
+            f.write(b"\x07" * 40)
+        r = run([PERFGRAFT, "xray", "--account", "-q", "-o", out, bad])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        with open(out) as f:
+            self.assertEqual(f.read(), want)
         # the summary line (without -q)
         r = self.mine(trace, (), extra=())
         self.assertRegex(r.stderr, r"xray --account: .*cli.xray: \d+ function records on 3 "

@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* perfgraft xray: LLVM XRay traces into perf.data. */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -127,66 +125,28 @@ static int list_functions(const char *bin, bool json, struct cli_warnings *w)
 	return 0;
 }
 
-/* --account: the table to stdout or, written beside it and renamed into
- * place, to a file */
+/* --account: the table to stdout or, through cli_output_to (written
+ * beside it, renamed into place when the run ends well), to a file */
 static int run_account(const struct pg_xray_account_opts *ao, const char *output, bool quiet,
 		       struct cli_warnings *w)
 {
 	struct pg_xray_account_stats st;
-	struct pg_outfile of = { .fd = -1 };
-	bool to_stdout = !strcmp(output, "-");
 	struct pg_diag diag;
 	double t0 = now_seconds();
-	int dirfd = -1, status = 0;
-	FILE *f = stdout;
+	int status = 0;
 
 	if (cli_refuse_same(output, ao->trace) < 0 ||
 	    (ao->binary && cli_refuse_same(output, ao->binary) < 0))
 		return EXIT_USAGE;
+	if (cli_output_to(output) < 0)
+		return EXIT_BADINPUT;
 	cli_diag_init(&diag, w);
-	if (!to_stdout) {
-		char *d = strdup(output), *b = strdup(output);
-
-		f = NULL;
-		dirfd = d ? open(dirname(d), O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-		if (dirfd < 0)
-			cli_error("%s: %s", output, strerror(d ? errno : ENOMEM));
-		else if (!b || pg_outfile_open(&of, dirfd, basename(b), &diag) < 0)
-			cli_error("%s", b ? diag.err : "out of memory");
-		else if (!(f = fdopen(of.fd, "w")))
-			cli_error("%s: %s", output, strerror(errno));
-		free(d);
-		free(b);
-		if (!f) {
-			pg_outfile_abort(&of);
-			if (dirfd >= 0)
-				close(dirfd);
-			return EXIT_BADINPUT;
-		}
-		of.fd = -1;	/* the FILE owns it now */
-	}
-	if (pg_xray_account(ao, f, &diag, &st) < 0) {
+	if (pg_xray_account(ao, stdout, &diag, &st) < 0) {
 		cli_warnings_flush(w);
 		cli_error("%s", diag.err);
 		status = EXIT_BADINPUT;
-	}
-	if (to_stdout) {
-		if (cli_stdout_flush() < 0)
-			status = EXIT_BADINPUT;
-	} else {
-		if (fflush(f) || ferror(f)) {
-			cli_error("writing %s failed: %s", output, strerror(errno));
-			status = EXIT_BADINPUT;
-		}
-		of.fd = dup(fileno(f));
-		fclose(f);
-		if (status || of.fd < 0)
-			pg_outfile_abort(&of);
-		else if (pg_outfile_commit(&of, &diag) < 0) {
-			cli_error("%s", diag.err);
-			status = EXIT_BADINPUT;
-		}
-		close(dirfd);
+	} else if (cli_stdout_flush() < 0) {	/* its message said */
+		status = EXIT_BADINPUT;
 	}
 	cli_warnings_flush(w);
 	if (!quiet && !status) {
