@@ -14,6 +14,18 @@
 #include "util/util.h"
 #include "xray/trace.h"
 
+/* A long segment (a basic-mode chunk can be the whole file) gives back
+ * the folios behind its cursor as it goes, not only at its end. */
+static inline void release_behind(pg_xray *t, struct cursor *c)
+{
+	if (c->pos - c->kept >= 2 * XR_SPAN) {
+		uint64_t upto = c->pos & ~(uint64_t)(XR_SPAN - 1);
+
+		pg_xr_release(t, c->kept & ~(uint64_t)(XR_SPAN - 1), upto);
+		c->kept = upto;
+	}
+}
+
 /* ---- file order */
 
 static int file_order_next(pg_xray *t, struct pg_xr_record *r)
@@ -26,6 +38,7 @@ static int file_order_next(pg_xray *t, struct pg_xr_record *r)
 			t->fo_in_seg = true;
 		}
 		if (pg_xr_seg_next(t, &t->fo, r, true)) {
+			release_behind(t, &t->fo);
 			if (r->kind <= PG_XR_TYPED) {
 				struct thread_cur *th = &t->threads[t->segs[t->fo_seg - 1].thread];
 
@@ -36,7 +49,7 @@ static int file_order_next(pg_xray *t, struct pg_xr_record *r)
 			return 1;
 		}
 		t->fo_in_seg = false;
-		pg_xr_release(t, t->fo.start, t->fo.end);
+		pg_xr_release_span(t, t->fo.start, t->fo.end);
 		if (t->fo.eob && t->fo.pos < t->fo.end) {
 			memset(r, 0, sizeof(*r));
 			r->kind = PG_XR_SKIPPED;
@@ -69,6 +82,7 @@ static bool thread_advance(pg_xray *t, struct thread_cur *th)
 			th->in_seg = true;
 		}
 		if (pg_xr_seg_next(t, &th->c, &th->la, false)) {
+			release_behind(t, &th->c);
 			if (!th->any)
 				t->st.threads++;
 			th->any = true;
@@ -80,7 +94,7 @@ static bool thread_advance(pg_xray *t, struct thread_cur *th)
 			return true;
 		}
 		th->in_seg = false;
-		pg_xr_release(t, th->c.start, th->c.end);
+		pg_xr_release_span(t, th->c.start, th->c.end);
 	}
 }
 

@@ -22,6 +22,7 @@ struct seg {
 /* Decoding state inside one segment. */
 struct cursor {
 	uint64_t start, pos, end;
+	uint64_t kept;		/* pages from here on are not given back yet */
 	uint64_t tsc;
 	bool body;		/* a function or event record was decoded */
 	bool eob;		/* v1 EndOfBuffer or filler reached */
@@ -86,6 +87,10 @@ static inline void rec_copy(struct pg_xr_record *dst, const struct pg_xr_record 
 
 /* Gives the pages of [off, end) back (a mapped file only). */
 void pg_xr_release(pg_xray *t, uint64_t off, uint64_t end);
+/* The largest page-cache folio a read fault maps at once (PMD size). */
+#define XR_SPAN (2u << 20)
+/* Gives back the XR_SPAN-aligned range around [off, end). */
+void pg_xr_release_span(pg_xray *t, uint64_t off, uint64_t end);
 /* Starts decoding segment s. */
 void pg_xr_cursor_start(pg_xray *t, struct cursor *c, const struct seg *s);
 /* The segment's next record into r: 1, or 0 at its end; all: also the
