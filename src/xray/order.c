@@ -69,19 +69,21 @@ static bool thread_advance(pg_xray *t, struct thread_cur *th)
 			if (th->seg == th->seg_hi) {
 				if (th->ended || !th->any)
 					return false;
-				memset(&th->la, 0, sizeof(th->la));
-				th->la.kind = PG_XR_THREAD_END;
-				th->la.tsc = th->last_tsc;
-				th->la.pid = th->pid;
-				th->la.tid = th->tid;
-				th->la.offset = t->segs[t->seg_sorted[th->seg_hi - 1]].end;
+				struct pg_xr_record *la = &th->la[th->cur];
+
+				memset(la, 0, sizeof(*la));
+				la->kind = PG_XR_THREAD_END;
+				la->tsc = th->last_tsc;
+				la->pid = th->pid;
+				la->tid = th->tid;
+				la->offset = t->segs[t->seg_sorted[th->seg_hi - 1]].end;
 				th->ended = true;
 				return true;
 			}
 			pg_xr_cursor_start(t, &th->c, &t->segs[t->seg_sorted[th->seg++]]);
 			th->in_seg = true;
 		}
-		if (pg_xr_seg_next(t, &th->c, &th->la, false)) {
+		if (pg_xr_seg_next(t, &th->c, &th->la[th->cur], false)) {
 			release_behind(t, &th->c);
 			if (!th->any)
 				t->st.threads++;
@@ -89,8 +91,8 @@ static bool thread_advance(pg_xray *t, struct thread_cur *th)
 			/* the chain's time, or an old-style event's own if later */
 			if (th->c.tsc > th->last_tsc)
 				th->last_tsc = th->c.tsc;
-			if (th->la.tsc > th->last_tsc)
-				th->last_tsc = th->la.tsc;
+			if (th->la[th->cur].tsc > th->last_tsc)
+				th->last_tsc = th->la[th->cur].tsc;
 			return true;
 		}
 		th->in_seg = false;
@@ -100,7 +102,8 @@ static bool thread_advance(pg_xray *t, struct thread_cur *th)
 
 static bool heap_less(const pg_xray *t, uint32_t a, uint32_t b)
 {
-	uint64_t ta = t->threads[a].la.tsc, tb = t->threads[b].la.tsc;
+	uint64_t ta = t->threads[a].la[t->threads[a].cur].tsc;
+	uint64_t tb = t->threads[b].la[t->threads[b].cur].tsc;
 
 	return ta != tb ? ta < tb : a < b;
 }
@@ -226,20 +229,35 @@ static void time_order_init(pg_xray *t)
 	t->started = true;
 }
 
-static int time_order_next(pg_xray *t, struct pg_xr_record *r)
+/* The record is the thread's lookahead: the thread reads its next one
+ * into its other lookahead slot, so the record stays as it is until the
+ * next call, and nothing is copied. */
+const struct pg_xr_record *pg_xr_next_ref(pg_xray *t)
 {
-	uint32_t top;
+	struct thread_cur *th;
+	const struct pg_xr_record *r;
 
 	if (!t->started)
 		time_order_init(t);
 	sweep(t);
 	if (!t->nheap)
-		return 0;
-	top = t->heap[0];
-	rec_copy(r, &t->threads[top].la);
-	if (!thread_advance(t, &t->threads[top]))
+		return NULL;
+	th = &t->threads[t->heap[0]];
+	r = &th->la[th->cur];
+	th->cur ^= 1;
+	if (!thread_advance(t, th))
 		t->heap[0] = t->heap[--t->nheap];
 	heap_down(t, 0);
+	return r;
+}
+
+static int time_order_next(pg_xray *t, struct pg_xr_record *r)
+{
+	const struct pg_xr_record *n = pg_xr_next_ref(t);
+
+	if (!n)
+		return 0;
+	rec_copy(r, n);
 	return 1;
 }
 

@@ -39,7 +39,9 @@ struct thread_cur {
 	size_t seg;		/* next segment */
 	struct cursor c;
 	bool in_seg;
-	struct pg_xr_record la;	/* lookahead */
+	struct pg_xr_record la[2];	/* lookahead: la[cur]; the other, the
+					 * record pg_xr_next_ref returned last */
+	unsigned cur;
 	bool have_la, ended;
 	uint64_t last_tsc;
 	bool any;
@@ -96,6 +98,9 @@ void pg_xr_cursor_start(pg_xray *t, struct cursor *c, const struct seg *s);
 /* The segment's next record into r: 1, or 0 at its end; all: also the
  * records only the file-order dump shows. */
 int pg_xr_seg_next(pg_xray *t, struct cursor *c, struct pg_xr_record *r, bool all);
+/* pg_xray_next() in time order without the copy: the next record, valid
+ * until the next call, or NULL at the end. */
+const struct pg_xr_record *pg_xr_next_ref(pg_xray *t);
 /* Threads by (pid, tid) in order of first appearance, each segment's
  * thread, and the time-order walk's arrays. */
 int pg_xr_assign_threads(pg_xray *t);
