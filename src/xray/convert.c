@@ -700,7 +700,7 @@ static int run(struct conv *cv)
 		cv->trace->truncated_bytes += s.truncated_bytes;
 		cv->trace->orphan_args += s.orphan_args;
 	}
-	cv->since_round = ROUND_EVENTS - 1;	/* the last FINISHED_ROUND */
+	cv->round_left = 1;	/* the last FINISHED_ROUND */
 	if ((ret = rec_commit(cv, 0)) < 0)
 		return ret;
 	return pg_xray_flush_batch(cv);
@@ -732,7 +732,7 @@ static int func_cache(struct conv *cv)
 static int convert(const struct pg_xray_opts *o, struct pg_diag *diag,
 		   struct pg_xray_convert_stats *st, struct pg_xray_stats *trace)
 {
-	struct conv cv = { .o = o, .diag = diag, .st = st, .trace = trace,
+	struct conv cv = { .round_left = ROUND_EVENTS, .o = o, .diag = diag, .st = st, .trace = trace,
 			   .seen.big = PG_U64MAP_INIT(0) };
 	struct pg_pdw_opts wo = { .sz = sizeof(wo), .pipe = o->pipe,
 				  .compress_level = o->compress_level };

@@ -84,6 +84,10 @@ struct trace_in {
 /* One conversion: its options and counts, the inputs, the threads and
  * their sample heap, and the output. */
 struct conv {
+	/* records until the next FINISHED_ROUND; apart from blen, so that
+	 * the compiler does not pair their updates into one vector whose
+	 * load then waits for two separate stores */
+	uint64_t round_left;
 	const struct pg_xray_opts *o;
 	struct pg_diag *diag;
 	struct pg_xray_convert_stats *st;
@@ -116,7 +120,6 @@ struct conv {
 
 	uint8_t *batch;		/* BATCH + RECBUF bytes: records not written yet */
 	size_t blen;
-	uint64_t since_round;	/* records since the last FINISHED_ROUND */
 	struct pg_rec rec;	/* the record being composed: batch + blen */
 	/* by function ID below nfc: its address (func_addr) and map entry */
 	struct fslot { uint64_t addr; const struct pg_xray_func *f; } *fc;
@@ -134,20 +137,21 @@ int pg_xray_flush_batch(struct conv *cv);
  * batch, and a FINISHED_ROUND after every ROUND_EVENTS of them. */
 static inline int rec_commit(struct conv *cv, size_t len)
 {
-	cv->blen += len;
-	if (++cv->since_round >= ROUND_EVENTS) {
-		struct pg_rec r = { .p = cv->batch + cv->blen, .cap = 8,
+	size_t blen = cv->blen + len;
+
+	if (!--cv->round_left) {
+		struct pg_rec r = { .p = cv->batch + blen, .cap = 8,
 				    .big_endian = cv->rec.big_endian };
 
 		pg_synth_round(&r);
 		pg_rec_end(&r);
-		cv->blen += 8;
-		cv->since_round = 0;
+		blen += 8;
+		cv->round_left = ROUND_EVENTS;
 	}
-	if (cv->blen >= BATCH)
+	cv->blen = blen;
+	if (blen >= BATCH)
 		return pg_xray_flush_batch(cv);
-	cv->rec.p = cv->batch + cv->blen;
-	cv->rec.len = 0;
+	cv->rec.p = cv->batch + blen;	/* every composer starts at len 0 */
 	return 0;
 }
 
