@@ -77,6 +77,7 @@ static bool thread_advance(pg_xray *t, struct thread_cur *th)
 				la->pid = th->pid;
 				la->tid = th->tid;
 				la->offset = t->segs[t->seg_sorted[th->seg_hi - 1]].end;
+				th->key = la->tsc;
 				th->ended = true;
 				return true;
 			}
@@ -91,8 +92,9 @@ static bool thread_advance(pg_xray *t, struct thread_cur *th)
 			/* the chain's time, or an old-style event's own if later */
 			if (th->c.tsc > th->last_tsc)
 				th->last_tsc = th->c.tsc;
-			if (th->la[th->cur].tsc > th->last_tsc)
-				th->last_tsc = th->la[th->cur].tsc;
+			th->key = th->la[th->cur].tsc;
+			if (th->key > th->last_tsc)
+				th->last_tsc = th->key;
 			return true;
 		}
 		th->in_seg = false;
@@ -102,8 +104,7 @@ static bool thread_advance(pg_xray *t, struct thread_cur *th)
 
 static bool heap_less(const pg_xray *t, uint32_t a, uint32_t b)
 {
-	uint64_t ta = t->threads[a].la[t->threads[a].cur].tsc;
-	uint64_t tb = t->threads[b].la[t->threads[b].cur].tsc;
+	uint64_t ta = t->threads[a].key, tb = t->threads[b].key;
 
 	return ta != tb ? ta < tb : a < b;
 }

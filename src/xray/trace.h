@@ -42,6 +42,7 @@ struct thread_cur {
 	struct pg_xr_record la[2];	/* lookahead: la[cur]; the other, the
 					 * record pg_xr_next_ref returned last */
 	unsigned cur;
+	uint64_t key;		/* la[cur].tsc, for the heap: one load */
 	bool have_la, ended;
 	uint64_t last_tsc;
 	bool any;
