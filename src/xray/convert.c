@@ -345,6 +345,14 @@ static int get_thread(struct conv *cv, uint32_t trace, const struct pg_xr_record
 	struct thread *th;
 	int ret;
 
+	/* the thread of the record before, most of the time: no hashing */
+	if (cv->last_th < cv->nthreads) {
+		th = &cv->threads[cv->last_th];
+		if (th->tid == r->tid && th->pid == r->pid && th->trace == trace) {
+			*out = th;
+			return 0;
+		}
+	}
 	if (cv->nthreads * 2 >= cv->nslots) {	/* grow and rehash */
 		size_t ns = cv->nslots ? cv->nslots * 2 : 64;
 		uint32_t *s = calloc(ns, sizeof(*s));
@@ -367,6 +375,7 @@ static int get_thread(struct conv *cv, uint32_t trace, const struct pg_xr_record
 	while (cv->slots[h]) {
 		th = &cv->threads[cv->slots[h] - 1];
 		if (th->trace == trace && th->pid == r->pid && th->tid == r->tid) {
+			cv->last_th = cv->slots[h] - 1;
 			*out = th;
 			return 0;
 		}
@@ -387,6 +396,7 @@ static int get_thread(struct conv *cv, uint32_t trace, const struct pg_xr_record
 	th->hpos = cv->nheap;
 	cv->heap[cv->nheap++] = (uint32_t)(cv->nthreads - 1);
 	cv->st->threads++;
+	cv->last_th = cv->nthreads - 1;
 	*out = th;
 	if ((ret = new_process(cv, th, time)) < 0 || (ret = emit_comm(cv, th, time)) < 0)
 		return ret;

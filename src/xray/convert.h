@@ -110,6 +110,7 @@ struct conv {
 
 	struct thread *threads;
 	size_t nthreads, tcap;
+	size_t last_th;		/* the thread get_thread() found last */
 	uint32_t *slots;	/* hash of threads: index + 1 */
 	size_t nslots;
 	uint32_t *heap;		/* threads by next_sample */
