@@ -7,7 +7,7 @@
 # 20x faster than convert, peak RSS at most 100 MB.
 #
 # usage: bench/bench-xray.sh [SIZE_MB] [--keep DIR] [--no-reference]
-#                            [--skip-perfgraft]
+#                            [--skip-perfgraft] [--sizes LIST]
 #
 #   SIZE_MB           size of the trace to make, in MB (default 192, the
 #                     size of the trace in the issue); the iteration count
@@ -18,6 +18,11 @@
 #   --no-reference    skip the llvm-xray runs (a quick perfgraft-only run)
 #   --skip-perfgraft  skip perfgraft (measure the reference tools only, for
 #                     instance before `perfgraft xray` exists)
+#   --sizes LIST      instead: perfgraft's MB/s of trace, CPU and peak RSS
+#                     on a trace of each size (comma-separated MB, e.g.
+#                     48,192,384), warm and after a cold re-read of the
+#                     trace; with BASELINE=PERFGRAFT also that build's, the
+#                     runs alternating (no reference tools)
 #
 # Environment: PERFGRAFT (default build/perfgraft at the top of the
 # repository), CLANGXX (default clang++-14, else clang++), LLVM_XRAY
@@ -47,19 +52,23 @@ root=$(dirname "$here")
 target_account=100	# account wall / perfgraft wall, at least
 target_convert=20	# convert wall / perfgraft wall, at least
 target_rss_mb=100	# perfgraft peak RSS, at most
+target_mbps=300		# --sizes: trace MB per wall second, at least
 ref_timeout=${REF_TIMEOUT:-600}
 runs=${RUNS:-3}		# perfgraft and convert: the median of this many runs
 
 die() { echo "bench-xray: $*" >&2; exit 2; }
 fail() { echo "bench-xray: FAILED: $*" >&2; exit 1; }
-usage() { sed -n '9,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '9,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 size_mb=192
 keep=''
 reference=1
 run_pg=1
+sizes=''
 while [ $# -gt 0 ]; do
 	case $1 in
+	--sizes) [ $# -ge 2 ] || die "--sizes needs a list of sizes in MB"; sizes=$2; shift ;;
+	--sizes=*) sizes=${1#--sizes=} ;;
 	--keep) [ $# -ge 2 ] || die "--keep needs a directory"; keep=$2; shift ;;
 	--keep=*) keep=${1#--keep=} ;;
 	--no-reference) reference=0 ;;
@@ -72,6 +81,11 @@ while [ $# -gt 0 ]; do
 	shift
 done
 [ "$reference" = 1 ] || [ "$run_pg" = 1 ] || die "--no-reference with --skip-perfgraft leaves nothing to measure"
+if [ -n "$sizes" ]; then
+	[[ "$sizes" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--sizes takes sizes in MB separated by commas, not '$sizes'"
+	[ "$run_pg" = 1 ] || die "--sizes measures perfgraft: not with --skip-perfgraft"
+	reference=0
+fi
 
 [ -x /usr/bin/time ] || die "/usr/bin/time is missing (Debian: apt-get install time)"
 [[ "$ref_timeout" =~ ^[0-9]+$ ]] || die "REF_TIMEOUT must be a number of seconds"
@@ -100,6 +114,12 @@ if [ "$run_pg" = 1 ]; then
 	fi
 fi
 
+baseline=''
+if [ -n "$sizes" ] && [ -n "${BASELINE:-}" ]; then
+	[ -x "$BASELINE" ] || die "BASELINE=$BASELINE is not an executable"
+	baseline=$(cd "$(dirname "$BASELINE")" && pwd)/$(basename "$BASELINE")
+fi
+
 work_dir bench-xray "$keep"
 machine_line "bench-xray: "
 bin=$tmp/xray-big
@@ -122,6 +142,75 @@ iterations=$(xray_iterations $((size_mb * 1000000)))
 echo "bench-xray: building xray-big with $clangxx"
 xray_build "$clangxx" "$bin" 2>"$logs/build.err" ||
 	{ cat "$logs/build.err" >&2; fail "$clangxx xray-big.cc"; }
+
+# ---- --sizes: MB/s, CPU and peak RSS by trace size --------------------
+# The trace is read warm (cat), then again after its pages were dropped
+# from the page cache and read back by cat: readahead then leaves large
+# folios, which a fault maps whole (Linux 6.18), the case where the peak
+# used to follow how the threads' buffers lie in the file.
+if [ -n "$sizes" ]; then
+	cold() { # FILE: out of the page cache, then read back
+		python3 -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+os.close(fd)' "$1"
+		cat "$1" >/dev/null
+	}
+	one() { # NAME PERFGRAFT TRACE: "wall user sys peak_kb" into NAME.t
+		rm -f "$tmp/out.data"
+		/usr/bin/time -f '%e %U %S %M' -o "$logs/$1.t" "$2" xray "$3" --binary "$bin" \
+			-o "$tmp/out.data" >/dev/null 2>"$logs/$1.err" ||
+			{ tail -n 5 "$logs/$1.err" >&2; fail "$2 xray $3"; }
+		tail -n 1 "$logs/$1.t"
+	}
+	echo "bench-xray: load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs before the runs"
+	printf '%-10s %-9s %7s %9s %8s %8s %10s %10s %10s\n' "trace MB" build "wall s" "MB/s" "user s" "sys s" "out MB" "peak MiB" "cold MiB"
+	IFS=, read -r -a size_list <<<"$sizes"
+	for sz in "${size_list[@]}"; do
+		it=$(( (sz * 1000000 + bytes_per_iter / 2) / bytes_per_iter ))
+		(cd "$tmp" && export XRAY_OPTIONS="xray_mode=xray-fdr xray_logfile_base=$tmp/xray-big-" &&
+			timed "gen.$sz" "$bin" "$it") || { tail -n 20 "$logs/gen.$sz.err" >&2; fail "xray-big $it"; }
+		mapfile -t made < <(find "$tmp" -maxdepth 1 -name 'xray-big-*')
+		[ "${#made[@]}" -eq 1 ] || fail "expected one xray-big-* trace in $tmp, found ${#made[@]}"
+		tr="$tmp/trace.$sz.fdr"
+		mv "${made[0]}" "$tr"
+		tb=$(stat -c %s "$tr")
+		builds=(new)
+		[ -z "$baseline" ] || builds=(new base)
+		for b in "${builds[@]}"; do : >"$logs/s.$sz.$b.runs"; done
+		for ((i = 1; i <= runs; i++)); do
+			for b in "${builds[@]}"; do
+				exe=$pg
+				[ "$b" = new ] || exe=$baseline
+				cat "$tr" "$bin" >/dev/null
+				one "s.$sz.$b.$i" "$exe" "$tr" >>"$logs/s.$sz.$b.runs"
+				cp "$tmp/out.data" "$tmp/out.$b.data" 2>/dev/null || true
+			done
+		done
+		for b in "${builds[@]}"; do
+			exe=$pg
+			[ "$b" = new ] || exe=$baseline
+			cold "$tr"
+			read -r _ _ _ cold_kb < <(one "s.$sz.$b.cold" "$exe" "$tr")
+			out_b=$(stat -c %s "$tmp/out.$b.data")
+			sort -n -k1,1 "$logs/s.$sz.$b.runs" | awk -v n="$runs" -v tb="$tb" -v b="$b" \
+				-v ob="$out_b" -v ckb="$cold_kb" -v t="$target_mbps" '
+				{ w[NR] = $1; u[NR] = $2; s[NR] = $3; if ($4 > kb) kb = $4 }
+				END { m = int((n + 1) / 2); wall = w[m] > 0 ? w[m] : 0.01
+					printf "%-10.1f %-9s %7.2f %9.1f %8.2f %8.2f %10.1f %10.1f %10.1f%s\n", tb / 1e6, b, w[m],
+						tb / 1e6 / wall, u[m], s[m], ob / 1e6, kb / 1024, ckb / 1024,
+						b == "new" ? sprintf("  (MB/s %s vs >= %d)", tb / 1e6 / wall >= t ? "PASS" : "MISS", t) : "" }'
+		done
+		if [ -n "$baseline" ] && ! cmp -s "$tmp/out.new.data" "$tmp/out.base.data"; then
+			echo "bench-xray: note: the two builds' outputs differ at $sz MB"
+		fi
+		rm -f "$tr" "$tmp"/out.*.data "$tmp/out.data"
+	done
+	echo "bench-xray: wall, user and sys: the median run of $runs (by wall); peak MiB: the largest warm run;"
+	echo "            cold MiB: one run after the trace was dropped from the page cache and read back"
+	echo "bench-xray: load average $(cut -d' ' -f1-3 /proc/loadavg) after the runs"
+	exit 0
+fi
 
 echo "bench-xray: making a ~$size_mb MB FDR trace: xray-big $iterations"
 if ! xray_trace gen "$bin" "$iterations" "$trace"; then

@@ -125,7 +125,10 @@ static int out_buf(pg_pdw *w, struct pg_buf *b)
  * data") or to more than the feature's mmap_len.  Independent frames also
  * let stages be compressed in parallel: worker threads take full stages
  * from a ring and write them out strictly in order. */
-#define ZSLOTS 8
+/* Two workers need four stages: one being filled, two being compressed,
+ * one being written out; more only hold the producer's lead (1 MiB of
+ * resident memory each, a fourth of the xray converter's peak at 8). */
+#define ZSLOTS 4
 #define ZWORKERS 2
 
 struct zslot {

@@ -34,8 +34,8 @@
 #include "util/util.h"
 #include "xray/convert.h"
 #include "xray/events.h"
+#include "xray/trace.h"
 
-#define ROUND_EVENTS 65536
 #define PIE_BASE 0x555555554000ull
 
 /* the attrs' names, for EVENT_DESC */
@@ -278,6 +278,16 @@ static void idle_gap(struct conv *cv, uint32_t ti, const struct pg_xr_record *r,
 
 /* -------------------------------------------------------------- threads */
 
+int pg_xray_flush_batch(struct conv *cv)
+{
+	int ret = cv->blen ? pg_pdw_write(cv->w, cv->batch, cv->blen, NULL, 0) : 0;
+
+	cv->blen = 0;
+	cv->rec.p = cv->batch;
+	cv->rec.len = 0;
+	return ret;
+}
+
 static int mmap_binary(struct conv *cv, struct thread *th, uint64_t time)
 {
 	const struct pg_xray_binary *b = cv->bin;
@@ -296,7 +306,9 @@ static int mmap_binary(struct conv *cv, struct thread *th, uint64_t time)
 		.time = time, .id = ATTR_TIME + 1, .cpu = th->cpu,
 	};
 
-	return pg_pdw_mmap2(cv->w, &a, &m);
+	int ret = pg_xray_flush_batch(cv);	/* the records before it go first */
+
+	return ret < 0 ? ret : pg_pdw_mmap2(cv->w, &a, &m);
 }
 
 static int new_process(struct conv *cv, struct thread *th, uint64_t time)
@@ -333,6 +345,14 @@ static int get_thread(struct conv *cv, uint32_t trace, const struct pg_xr_record
 	struct thread *th;
 	int ret;
 
+	/* the thread of the record before, most of the time: no hashing */
+	if (cv->last_th < cv->nthreads) {
+		th = &cv->threads[cv->last_th];
+		if (th->tid == r->tid && th->pid == r->pid && th->trace == trace) {
+			*out = th;
+			return 0;
+		}
+	}
 	if (cv->nthreads * 2 >= cv->nslots) {	/* grow and rehash */
 		size_t ns = cv->nslots ? cv->nslots * 2 : 64;
 		uint32_t *s = calloc(ns, sizeof(*s));
@@ -355,6 +375,7 @@ static int get_thread(struct conv *cv, uint32_t trace, const struct pg_xr_record
 	while (cv->slots[h]) {
 		th = &cv->threads[cv->slots[h] - 1];
 		if (th->trace == trace && th->pid == r->pid && th->tid == r->tid) {
+			cv->last_th = cv->slots[h] - 1;
 			*out = th;
 			return 0;
 		}
@@ -375,6 +396,7 @@ static int get_thread(struct conv *cv, uint32_t trace, const struct pg_xr_record
 	th->hpos = cv->nheap;
 	cv->heap[cv->nheap++] = (uint32_t)(cv->nthreads - 1);
 	cv->st->threads++;
+	cv->last_th = cv->nthreads - 1;
 	*out = th;
 	if ((ret = new_process(cv, th, time)) < 0 || (ret = emit_comm(cv, th, time)) < 0)
 		return ret;
@@ -480,7 +502,7 @@ static int handle(struct conv *cv, uint32_t ti, const struct pg_xr_record *r, ui
 	time = out_time(cv, ns);
 	if (r->kind != PG_XR_THREAD_END)
 		th->cpu = r->cpu;
-	if (cv->map && r->kind <= PG_XR_ENTER_ARG && !pg_xray_map_func(cv->map, r->func_id))
+	if (cv->map && r->kind <= PG_XR_ENTER_ARG && !func_of(cv, r->func_id))
 		cv->st->unknown_ids++;
 	switch (r->kind) {
 	case PG_XR_ENTER:
@@ -605,18 +627,15 @@ static int write_header(struct conv *cv)
 static int next_in(struct conv *cv, size_t i)
 {
 	struct trace_in *in = &cv->in[i];
-	int ret;
 
 	/* a trace that shrank reads as zeros from there: stop, do not
 	 * convert the rest into an output the commit will refuse */
 	if (pg_inputs_changed())
 		return pg_inputs_check(cv->diag);
-	ret = pg_xray_next(in->t, &in->la);
-	if (ret < 0)
-		return ret;
-	in->have = ret > 0;
+	in->la = pg_xr_next_ref(in->t);
+	in->have = in->la != NULL;
 	if (in->have)
-		in->la_ns = to_ns(in->la.tsc, in->freq);
+		in->la_ns = to_ns(in->la->tsc, in->freq);
 	return 0;
 }
 
@@ -657,7 +676,7 @@ static int run(struct conv *cv)
 		if (!cv->have_last_in)
 			cv->st->first_ns = cv->in[best].la_ns;
 		cv->st->last_ns = cv->in[best].la_ns;
-		if ((ret = handle(cv, (uint32_t)best, &cv->in[best].la, cv->in[best].la_ns)) < 0 ||
+		if ((ret = handle(cv, (uint32_t)best, cv->in[best].la, cv->in[best].la_ns)) < 0 ||
 		    (ret = next_in(cv, best)) < 0)
 			return ret;
 		if (o->progress && !(++nrec & 0xffff)) {
@@ -691,7 +710,31 @@ static int run(struct conv *cv)
 		cv->trace->truncated_bytes += s.truncated_bytes;
 		cv->trace->orphan_args += s.orphan_args;
 	}
-	return pg_pdw_round(&cv->rounds);
+	cv->round_left = 1;	/* the last FINISHED_ROUND */
+	if ((ret = rec_commit(cv, 0)) < 0)
+		return ret;
+	return pg_xray_flush_batch(cv);
+}
+
+/* Every ID of a map (up to SEEN_BITS) gets its address and entry in
+ * cv->fc: one load per event instead of a lookup (a binary search in a
+ * YAML map) for each of the three or four times an event names it. */
+static int func_cache(struct conv *cv)
+{
+	size_t n = cv->map ? pg_xray_map_count(cv->map) : 0;
+
+	if (!n || n >= SEEN_BITS)
+		return 0;
+	if (!(cv->fc = calloc(n + 1, sizeof(*cv->fc))))
+		return pg_err(cv->diag, -ENOMEM, "out of memory");
+	for (size_t id = 0; id <= n; id++) {
+		const struct pg_xray_func *f = pg_xray_map_func(cv->map, (uint32_t)id);
+
+		cv->fc[id].f = f;
+		cv->fc[id].addr = f ? cv->base + f->addr : 0x10000000ull + (uint64_t)id * 16;
+	}
+	cv->nfc = n + 1;
+	return 0;
 }
 
 /* pg_xray_convert() on the library's own copies of the options and the
@@ -699,7 +742,7 @@ static int run(struct conv *cv)
 static int convert(const struct pg_xray_opts *o, struct pg_diag *diag,
 		   struct pg_xray_convert_stats *st, struct pg_xray_stats *trace)
 {
-	struct conv cv = { .o = o, .diag = diag, .st = st, .trace = trace,
+	struct conv cv = { .round_left = ROUND_EVENTS, .o = o, .diag = diag, .st = st, .trace = trace,
 			   .seen.big = PG_U64MAP_INIT(0) };
 	struct pg_pdw_opts wo = { .sz = sizeof(wo), .pipe = o->pipe,
 				  .compress_level = o->compress_level };
@@ -719,11 +762,11 @@ static int convert(const struct pg_xray_opts *o, struct pg_diag *diag,
 	cv.events = !o->no_events;
 	cv.samples = !o->no_samples;
 	cv.in = calloc(o->ntraces, sizeof(*cv.in));
-	cv.rec = (struct pg_rec){ .p = malloc(RECBUF), .cap = RECBUF,
-				  .big_endian = wo.big_endian };
-	if (!cv.in || !cv.rec.p) {
+	cv.batch = malloc(BATCH + RECBUF);
+	cv.rec = (struct pg_rec){ .p = cv.batch, .cap = RECBUF, .big_endian = wo.big_endian };
+	if (!cv.in || !cv.batch) {
 		free(cv.in);
-		free(cv.rec.p);
+		free(cv.batch);
 		return pg_err(diag, -ENOMEM, "out of memory");
 	}
 	snprintf(cv.comm, sizeof(cv.comm), "xray");
@@ -742,9 +785,8 @@ static int convert(const struct pg_xray_opts *o, struct pg_diag *diag,
 			snprintf(cv.comm, sizeof(cv.comm), "%s", slash ? slash + 1 : cv.bin->path);
 		}
 	}
-	if ((ret = pg_pdw_open(o->output, &wo, diag, &cv.w)) < 0)
+	if ((ret = func_cache(&cv)) < 0 || (ret = pg_pdw_open(o->output, &wo, diag, &cv.w)) < 0)
 		goto out;
-	cv.rounds = (struct pg_pdw_rounds){ .w = cv.w, .every = ROUND_EVENTS };
 	ret = run(&cv);
 	if (ret < 0) {
 		pg_pdw_abort(cv.w);
@@ -765,7 +807,8 @@ out:
 	free(cv.slots);
 	free(cv.heap);
 	free(cv.pids);
-	free(cv.rec.p);
+	free(cv.batch);
+	free(cv.fc);
 	free(cv.seen.bits);
 	pg_u64map_free(&cv.seen.big);
 	pg_xray_map_close(cv.map);

@@ -17,13 +17,18 @@
 #include "util/util.h"
 
 /* Records are composed in cv->rec by the synthesizer (perfdata/synth.h)
- * and written in rounds by the writer (perfdata/writer.h); every record
- * is under 64 KiB (MAX_CHAIN, MAX_PAYLOAD, MAX_NAME) and the buffer is
- * twice that. */
+ * or the events' own stores (events.c), back to back in a batch that goes
+ * to the writer (perfdata/writer.h) BATCH bytes at a time, with a
+ * FINISHED_ROUND after every ROUND_EVENTS records: one call and one copy
+ * per batch, not per record (tens of millions of them).  Every record is
+ * under 64 KiB (MAX_CHAIN, MAX_PAYLOAD, MAX_NAME) and cv->rec always has
+ * RECBUF, twice that, free. */
 #define MAX_CHAIN 1024
 #define MAX_PAYLOAD 65000	/* a perf record is at most 64 KiB */
 #define MAX_NAME 4000		/* longer names are cut: a record must fit 64 KiB */
 #define RECBUF (1u << 17)
+#define BATCH (1u << 14)
+#define ROUND_EVENTS 65536
 
 /* The attrs of the output, in order; attr i's id is i + 1. */
 enum { ATTR_TIME, ATTR_ENTRY, ATTR_EXIT, ATTR_TAIL, ATTR_ARGS, ATTR_CUSTOM, ATTR_TYPED,
@@ -71,7 +76,7 @@ struct trace_in {
 	pg_xray *t;
 	const char *path;
 	uint64_t freq;
-	struct pg_xr_record la;
+	const struct pg_xr_record *la;	/* its next record (pg_xr_next_ref) */
 	uint64_t la_ns;
 	bool have;
 };
@@ -79,6 +84,10 @@ struct trace_in {
 /* One conversion: its options and counts, the inputs, the threads and
  * their sample heap, and the output. */
 struct conv {
+	/* records until the next FINISHED_ROUND; apart from blen, so that
+	 * the compiler does not pair their updates into one vector whose
+	 * load then waits for two separate stores */
+	uint64_t round_left;
 	const struct pg_xray_opts *o;
 	struct pg_diag *diag;
 	struct pg_xray_convert_stats *st;
@@ -101,6 +110,7 @@ struct conv {
 
 	struct thread *threads;
 	size_t nthreads, tcap;
+	size_t last_th;		/* the thread get_thread() found last */
 	uint32_t *slots;	/* hash of threads: index + 1 */
 	size_t nslots;
 	uint32_t *heap;		/* threads by next_sample */
@@ -109,20 +119,49 @@ struct conv {
 	uint32_t *pids;		/* processes given an MMAP2 */
 	size_t npids, pcap;
 
-	struct pg_pdw_rounds rounds;	/* w, with convert.c's ROUND_EVENTS */
-	struct pg_rec rec;	/* one record (RECBUF bytes) */
+	uint8_t *batch;		/* BATCH + RECBUF bytes: records not written yet */
+	size_t blen;
+	struct pg_rec rec;	/* the record being composed: batch + blen */
+	/* by function ID below nfc: its address (func_addr) and map entry */
+	struct fslot { uint64_t addr; const struct pg_xray_func *f; } *fc;
+	size_t nfc;
 	size_t raw_at;		/* RAW of the tracepoint sample in rec */
 	uint64_t last_out;	/* output time never goes back */
 	struct seen seen;
 	bool warned_depth, warned_freq, warned_thin;
 };
 
-/* Ends the record in cv->rec and writes it. */
+/* Hands the batch to the writer; cv->rec starts at its beginning again. */
+int pg_xray_flush_batch(struct conv *cv);
+
+/* Takes the record composed in cv->rec (its header's size set) into the
+ * batch, and a FINISHED_ROUND after every ROUND_EVENTS of them. */
+static inline int rec_commit(struct conv *cv, size_t len)
+{
+	size_t blen = cv->blen + len;
+
+	if (!--cv->round_left) {
+		struct pg_rec r = { .p = cv->batch + blen, .cap = 8,
+				    .big_endian = cv->rec.big_endian };
+
+		pg_synth_round(&r);
+		pg_rec_end(&r);
+		blen += 8;
+		cv->round_left = ROUND_EVENTS;
+	}
+	cv->blen = blen;
+	if (blen >= BATCH)
+		return pg_xray_flush_batch(cv);
+	cv->rec.p = cv->batch + blen;	/* every composer starts at len 0 */
+	return 0;
+}
+
+/* Ends the record in cv->rec and takes it. */
 static inline int rec_end(struct conv *cv)
 {
 	if (pg_rec_end(&cv->rec) < 0)
 		return pg_err(cv->diag, -EINVAL, "internal: record of %zu bytes", cv->rec.len);
-	return pg_pdw_write_rec(&cv->rounds, &cv->rec);
+	return rec_commit(cv, cv->rec.len);
 }
 
 static inline struct pg_synth_sample sample_of(const struct thread *th, uint64_t time, uint64_t id)
@@ -131,11 +170,21 @@ static inline struct pg_synth_sample sample_of(const struct thread *th, uint64_t
 					 .time = time, .cpu = th->cpu };
 }
 
-static inline uint64_t func_addr(struct conv *cv, uint32_t id)
+/* The map's entry for id, NULL when unknown (or no map). */
+static inline const struct pg_xray_func *func_of(const struct conv *cv, uint32_t id)
 {
-	const struct pg_xray_func *f = cv->map ? pg_xray_map_func(cv->map, id) : NULL;
+	if (id < cv->nfc)
+		return cv->fc[id].f;
+	return cv->map ? pg_xray_map_func(cv->map, id) : NULL;
+}
 
-	if (f)
+static inline uint64_t func_addr(const struct conv *cv, uint32_t id)
+{
+	const struct pg_xray_func *f;
+
+	if (id < cv->nfc)	/* every event's lookup: one load */
+		return cv->fc[id].addr;
+	if ((f = cv->map ? pg_xray_map_func(cv->map, id) : NULL))
 		return cv->base + f->addr;
 	/* no binary, or an ID it does not know: a stable made-up address */
 	return 0x10000000ull + (uint64_t)id * 16;

@@ -141,7 +141,7 @@ static inline void r32(struct conv *cv, uint32_t v) { pg_rec_u32(&cv->rec, v); }
 
 static const char *func_name(struct conv *cv, uint32_t id, char *buf, size_t n)
 {
-	const struct pg_xray_func *f = cv->map ? pg_xray_map_func(cv->map, id) : NULL;
+	const struct pg_xray_func *f = func_of(cv, id);
 
 	if (f)
 		return f->name;
@@ -197,9 +197,9 @@ static int seen_test_set(struct seen *s, uint32_t id)
 /* xray:function, written once per function just before the first event
  * that names it (same time, so perf's stable time order keeps it first):
  * the events themselves carry only the ID, the name travels once. */
-static int ev_function(struct conv *cv, const struct thread *th, uint32_t id, uint64_t time)
+static int ev_function_new(struct conv *cv, const struct thread *th, uint32_t id, uint64_t time)
 {
-	const struct pg_xray_func *f = cv->map ? pg_xray_map_func(cv->map, id) : NULL;
+	const struct pg_xray_func *f = func_of(cv, id);
 	char nb[16];
 	const char *name = func_name(cv, id, nb, sizeof(nb));
 	const char *file = f && f->file ? f->file : "";
@@ -222,6 +222,47 @@ static int ev_function(struct conv *cv, const struct thread *th, uint32_t id, ui
 	return tp_end(cv);
 }
 
+/* ev_function_new() the first time id is named: every event asks, so the
+ * common answer (seen) is a bit test. */
+static inline int ev_function(struct conv *cv, const struct thread *th, uint32_t id, uint64_t time)
+{
+	if (id < SEEN_BITS && cv->seen.bits && (cv->seen.bits[id >> 6] >> (id & 63) & 1))
+		return 0;
+	return ev_function_new(cv, th, id, time);
+}
+
+/* The fixed-size tracepoint samples (entry, exit, call_args: every event
+ * but the first of each function and the payloads), stored straight into
+ * cv->rec: the bytes tp_start(), the fields and tp_end() write, without
+ * their per-field checks.  fields: the event's own bytes (after the
+ * common fields); returns where they go.  be is a constant at each call,
+ * so that every store compiles to a plain one. */
+static inline __attribute__((always_inline)) uint8_t *
+tp_fixed(struct conv *cv, int attr, const struct thread *th, uint64_t ip, uint64_t time,
+	 size_t fields, bool be)
+{
+	size_t raw = 4 + 8 + fields, size = 48 + pg_align(raw, 8);
+	uint8_t *p = cv->rec.p;	/* RECBUF bytes free (rec_commit) */
+
+	memset(p + size - 8, 0, 8);	/* the RAW padding */
+	p = pg_rec_st32(p, PG_PERF_RECORD_SAMPLE, be);
+	p = pg_rec_st16(p, PG_PERF_RECORD_MISC_USER, be);
+	p = pg_rec_st16(p, (uint16_t)size, be);
+	p = pg_rec_st64(p, (uint64_t)attr + 1, be);	/* IDENTIFIER */
+	p = pg_rec_st64(p, ip, be);
+	p = pg_rec_st32(p, th->pid, be);
+	p = pg_rec_st32(p, th->tid, be);
+	p = pg_rec_st64(p, time, be);
+	p = pg_rec_st32(p, th->cpu, be);
+	p = pg_rec_st32(p, 0, be);
+	p = pg_rec_st32(p, (uint32_t)(pg_align(raw, 8) - 4), be);	/* RAW size */
+	p = pg_rec_st16(p, (uint16_t)pg_xray_tp_ids[attr], be);	/* common_type */
+	p = pg_rec_st16(p, 0, be);	/* flags, preempt_count */
+	p = pg_rec_st32(p, th->tid, be);	/* common_pid */
+	cv->rec.len = size;
+	return p;
+}
+
 int pg_xray_ev_entry(struct conv *cv, const struct thread *th, const struct pg_xr_record *r,
 		     uint64_t time)
 {
@@ -231,13 +272,17 @@ int pg_xray_ev_entry(struct conv *cv, const struct thread *th, const struct pg_x
 
 	if (ret < 0)
 		return ret;
-	tp_start(cv, ATTR_ENTRY, th, func_addr(cv, r->func_id), time);
-	if ((p = pg_rec_claim(&cv->rec, 8))) {	/* one bounds check for the fields */
-		p = pg_rec_st32(p, r->func_id, be);
-		pg_rec_st32(p, (uint32_t)th->depth, be);
+	if (be) {
+		p = tp_fixed(cv, ATTR_ENTRY, th, func_addr(cv, r->func_id), time, 8, true);
+		p = pg_rec_st32(p, r->func_id, true);
+		pg_rec_st32(p, (uint32_t)th->depth, true);
+	} else {
+		p = tp_fixed(cv, ATTR_ENTRY, th, func_addr(cv, r->func_id), time, 8, false);
+		p = pg_rec_st32(p, r->func_id, false);
+		pg_rec_st32(p, (uint32_t)th->depth, false);
 	}
 	cv->st->events++;
-	return tp_end(cv);
+	return rec_commit(cv, cv->rec.len);
 }
 
 int pg_xray_ev_exit(struct conv *cv, const struct thread *th, int attr, uint32_t id,
@@ -249,17 +294,24 @@ int pg_xray_ev_exit(struct conv *cv, const struct thread *th, int attr, uint32_t
 
 	if (ret < 0)
 		return ret;
-	tp_start(cv, attr, th, func_addr(cv, id), time);
-	if ((p = pg_rec_claim(&cv->rec, 36))) {
-		p = pg_rec_st64(p, d.ns, be);
-		p = pg_rec_st32(p, id, be);
-		p = pg_rec_st32(p, (uint32_t)depth, be);
-		p = pg_rec_st32(p, flags, be);
-		p = pg_rec_st64(p, d.ticks, be);
-		pg_rec_st64(p, d.freq, be);
+#define EXIT_FIELDS_AT(p, be) do { \
+		p = pg_rec_st64(p, d.ns, be); \
+		p = pg_rec_st32(p, id, be); \
+		p = pg_rec_st32(p, (uint32_t)depth, be); \
+		p = pg_rec_st32(p, flags, be); \
+		p = pg_rec_st64(p, d.ticks, be); \
+		pg_rec_st64(p, d.freq, be); \
+	} while (0)
+	if (be) {
+		p = tp_fixed(cv, attr, th, func_addr(cv, id), time, 36, true);
+		EXIT_FIELDS_AT(p, true);
+	} else {
+		p = tp_fixed(cv, attr, th, func_addr(cv, id), time, 36, false);
+		EXIT_FIELDS_AT(p, false);
 	}
+#undef EXIT_FIELDS_AT
 	cv->st->events++;
-	return tp_end(cv);
+	return rec_commit(cv, cv->rec.len);
 }
 
 int pg_xray_ev_arg(struct conv *cv, const struct thread *th, uint32_t id, uint32_t index,
@@ -268,14 +320,13 @@ int pg_xray_ev_arg(struct conv *cv, const struct thread *th, uint32_t id, uint32
 	bool be = cv->rec.big_endian;
 	uint8_t *p;
 
-	tp_start(cv, ATTR_ARGS, th, func_addr(cv, id), time);
-	if ((p = pg_rec_claim(&cv->rec, 16))) {
-		p = pg_rec_st64(p, value, be);
-		p = pg_rec_st32(p, id, be);
-		pg_rec_st32(p, index, be);
-	}
+	p = be ? tp_fixed(cv, ATTR_ARGS, th, func_addr(cv, id), time, 16, true)
+	       : tp_fixed(cv, ATTR_ARGS, th, func_addr(cv, id), time, 16, false);
+	p = pg_rec_st64(p, value, be);
+	p = pg_rec_st32(p, id, be);
+	pg_rec_st32(p, index, be);
 	cv->st->events++;
-	return tp_end(cv);
+	return rec_commit(cv, cv->rec.len);
 }
 
 int pg_xray_ev_payload(struct conv *cv, const struct thread *th, const struct pg_xr_record *r,

@@ -14,6 +14,18 @@
 #include "util/util.h"
 #include "xray/trace.h"
 
+/* A long segment (a basic-mode chunk can be the whole file) gives back
+ * the folios behind its cursor as it goes, not only at its end. */
+static inline void release_behind(pg_xray *t, struct cursor *c)
+{
+	if (c->pos - c->kept >= 2 * XR_SPAN) {
+		uint64_t upto = c->pos & ~(uint64_t)(XR_SPAN - 1);
+
+		pg_xr_release(t, c->kept & ~(uint64_t)(XR_SPAN - 1), upto);
+		c->kept = upto;
+	}
+}
+
 /* ---- file order */
 
 static int file_order_next(pg_xray *t, struct pg_xr_record *r)
@@ -26,6 +38,7 @@ static int file_order_next(pg_xray *t, struct pg_xr_record *r)
 			t->fo_in_seg = true;
 		}
 		if (pg_xr_seg_next(t, &t->fo, r, true)) {
+			release_behind(t, &t->fo);
 			if (r->kind <= PG_XR_TYPED) {
 				struct thread_cur *th = &t->threads[t->segs[t->fo_seg - 1].thread];
 
@@ -36,7 +49,7 @@ static int file_order_next(pg_xray *t, struct pg_xr_record *r)
 			return 1;
 		}
 		t->fo_in_seg = false;
-		pg_xr_release(t, t->fo.start, t->fo.end);
+		pg_xr_release_span(t, t->fo.start, t->fo.end);
 		if (t->fo.eob && t->fo.pos < t->fo.end) {
 			memset(r, 0, sizeof(*r));
 			r->kind = PG_XR_SKIPPED;
@@ -56,37 +69,42 @@ static bool thread_advance(pg_xray *t, struct thread_cur *th)
 			if (th->seg == th->seg_hi) {
 				if (th->ended || !th->any)
 					return false;
-				memset(&th->la, 0, sizeof(th->la));
-				th->la.kind = PG_XR_THREAD_END;
-				th->la.tsc = th->last_tsc;
-				th->la.pid = th->pid;
-				th->la.tid = th->tid;
-				th->la.offset = t->segs[t->seg_sorted[th->seg_hi - 1]].end;
+				struct pg_xr_record *la = &th->la[th->cur];
+
+				memset(la, 0, sizeof(*la));
+				la->kind = PG_XR_THREAD_END;
+				la->tsc = th->last_tsc;
+				la->pid = th->pid;
+				la->tid = th->tid;
+				la->offset = t->segs[t->seg_sorted[th->seg_hi - 1]].end;
+				th->key = la->tsc;
 				th->ended = true;
 				return true;
 			}
 			pg_xr_cursor_start(t, &th->c, &t->segs[t->seg_sorted[th->seg++]]);
 			th->in_seg = true;
 		}
-		if (pg_xr_seg_next(t, &th->c, &th->la, false)) {
+		if (pg_xr_seg_next(t, &th->c, &th->la[th->cur], false)) {
+			release_behind(t, &th->c);
 			if (!th->any)
 				t->st.threads++;
 			th->any = true;
 			/* the chain's time, or an old-style event's own if later */
 			if (th->c.tsc > th->last_tsc)
 				th->last_tsc = th->c.tsc;
-			if (th->la.tsc > th->last_tsc)
-				th->last_tsc = th->la.tsc;
+			th->key = th->la[th->cur].tsc;
+			if (th->key > th->last_tsc)
+				th->last_tsc = th->key;
 			return true;
 		}
 		th->in_seg = false;
-		pg_xr_release(t, th->c.start, th->c.end);
+		pg_xr_release_span(t, th->c.start, th->c.end);
 	}
 }
 
 static bool heap_less(const pg_xray *t, uint32_t a, uint32_t b)
 {
-	uint64_t ta = t->threads[a].la.tsc, tb = t->threads[b].la.tsc;
+	uint64_t ta = t->threads[a].key, tb = t->threads[b].key;
 
 	return ta != tb ? ta < tb : a < b;
 }
@@ -212,20 +230,35 @@ static void time_order_init(pg_xray *t)
 	t->started = true;
 }
 
-static int time_order_next(pg_xray *t, struct pg_xr_record *r)
+/* The record is the thread's lookahead: the thread reads its next one
+ * into its other lookahead slot, so the record stays as it is until the
+ * next call, and nothing is copied. */
+const struct pg_xr_record *pg_xr_next_ref(pg_xray *t)
 {
-	uint32_t top;
+	struct thread_cur *th;
+	const struct pg_xr_record *r;
 
 	if (!t->started)
 		time_order_init(t);
 	sweep(t);
 	if (!t->nheap)
-		return 0;
-	top = t->heap[0];
-	rec_copy(r, &t->threads[top].la);
-	if (!thread_advance(t, &t->threads[top]))
+		return NULL;
+	th = &t->threads[t->heap[0]];
+	r = &th->la[th->cur];
+	th->cur ^= 1;
+	if (!thread_advance(t, th))
 		t->heap[0] = t->heap[--t->nheap];
 	heap_down(t, 0);
+	return r;
+}
+
+static int time_order_next(pg_xray *t, struct pg_xr_record *r)
+{
+	const struct pg_xr_record *n = pg_xr_next_ref(t);
+
+	if (!n)
+		return 0;
+	rec_copy(r, n);
 	return 1;
 }
 

@@ -22,6 +22,7 @@ struct seg {
 /* Decoding state inside one segment. */
 struct cursor {
 	uint64_t start, pos, end;
+	uint64_t kept;		/* pages from here on are not given back yet */
 	uint64_t tsc;
 	bool body;		/* a function or event record was decoded */
 	bool eob;		/* v1 EndOfBuffer or filler reached */
@@ -38,7 +39,10 @@ struct thread_cur {
 	size_t seg;		/* next segment */
 	struct cursor c;
 	bool in_seg;
-	struct pg_xr_record la;	/* lookahead */
+	struct pg_xr_record la[2];	/* lookahead: la[cur]; the other, the
+					 * record pg_xr_next_ref returned last */
+	unsigned cur;
+	uint64_t key;		/* la[cur].tsc, for the heap: one load */
 	bool have_la, ended;
 	uint64_t last_tsc;
 	bool any;
@@ -86,11 +90,18 @@ static inline void rec_copy(struct pg_xr_record *dst, const struct pg_xr_record 
 
 /* Gives the pages of [off, end) back (a mapped file only). */
 void pg_xr_release(pg_xray *t, uint64_t off, uint64_t end);
+/* The largest page-cache folio a read fault maps at once (PMD size). */
+#define XR_SPAN (2u << 20)
+/* Gives back the XR_SPAN-aligned range around [off, end). */
+void pg_xr_release_span(pg_xray *t, uint64_t off, uint64_t end);
 /* Starts decoding segment s. */
 void pg_xr_cursor_start(pg_xray *t, struct cursor *c, const struct seg *s);
 /* The segment's next record into r: 1, or 0 at its end; all: also the
  * records only the file-order dump shows. */
 int pg_xr_seg_next(pg_xray *t, struct cursor *c, struct pg_xr_record *r, bool all);
+/* pg_xray_next() in time order without the copy: the next record, valid
+ * until the next call, or NULL at the end. */
+const struct pg_xr_record *pg_xr_next_ref(pg_xray *t);
 /* Threads by (pid, tid) in order of first appearance, each segment's
  * thread, and the time-order walk's arrays. */
 int pg_xr_assign_threads(pg_xray *t);
