@@ -454,27 +454,34 @@ int pg_emit_elf(pg_elfset *set, struct img *im, const struct layout *lo, int fd)
  * had them after it, at their offsets; what lies between stays a hole. */
 int pg_emit_code(pg_elfset *set, const struct img *im, int fd)
 {
+	struct pg_gather g;
+
+	/* the gaps between functions are .text's holes: only there may the
+	 * batches write zeros (the tables after it are libelf's bytes) */
+	pg_gather_init(&g, fd, im->text_off, im->meh_off);
 	for (size_t i = 0; i < im->nfuncs; i++) {
 		const struct func *f = &im->funcs[i];
 		const struct pg_code_cfi *u = f->cfi;
 
-		if (pg_pwrite_all(fd, f->code, f->size, f->off) < 0)
+		if (pg_gather_add(&g, f->code, f->size, f->off) < 0)
 			goto fail;
 		if (u) {
 			uint64_t at = f->off + pg_align(f->size, 8), n = u->eh_frame_size;
 
 			if (n > u->mapped_size)
 				n = u->mapped_size;
-			if (pg_pwrite_all(fd, u->eh_frame, n, at) < 0)
+			if (pg_gather_add(&g, u->eh_frame, n, at) < 0)
 				goto fail;
 			at += n;
 			n = u->mapped_size - n;
 			if (n > u->eh_frame_hdr_size)
 				n = u->eh_frame_hdr_size;
-			if (n && pg_pwrite_all(fd, u->eh_frame_hdr, n, at) < 0)
+			if (n && pg_gather_add(&g, u->eh_frame_hdr, n, at) < 0)
 				goto fail;
 		}
 	}
+	if (pg_gather_flush(&g) < 0)
+		goto fail;
 	return 0;
 fail:
 	return pg_err(set->diag, -errno, "%s: cannot write ELF image: %s",
