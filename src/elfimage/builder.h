@@ -104,7 +104,8 @@ struct img {
 	uint64_t text_off, text_end;
 	struct func *funcs;
 	size_t nfuncs, cap;
-	struct sha1_ctx sha;
+	struct sha1_ctx sha;	/* updated through ah, on its worker thread */
+	struct pg_ahash *ah;	/* the set's */
 	bool has_inl;		/* the digest says it has inlined subroutines */
 	struct pg_dwarf dw;
 	struct pg_buf strtab;
@@ -151,6 +152,10 @@ struct pg_elfset {
 	size_t nspans;
 	struct pg_elf_map *maps;
 	size_t nmaps, maps_cap;
+	/* the images' build-id digests, on a worker thread; the bytes they
+	 * borrow (code, unwind tables) are those the image writes, which
+	 * stay valid until it is written */
+	struct pg_ahash *ah;
 	/* by map: the time of the LOAD whose map starts earlier (at its
 	 * since), else UINT64_MAX */
 	uint64_t *loaded;

@@ -79,9 +79,9 @@ int pg_emit_add_func(pg_elfset *set, struct img *im, const struct pg_code_event 
 	pg_buf_add(&im->strtab, ld->name, nlen + 1);
 	if (off + ld->size > im->text_end)
 		im->text_end = off + ld->size;
-	sha1_update(&im->sha, sizeof(meta), (const uint8_t *)meta);
-	sha1_update(&im->sha, nlen + 1, (const uint8_t *)ld->name);
-	sha1_update(&im->sha, ld->size, ld->code);
+	pg_ahash_update_copy(im->ah, &im->sha, meta, sizeof(meta));
+	pg_ahash_update_copy(im->ah, &im->sha, ld->name, nlen + 1);
+	pg_ahash_update(im->ah, &im->sha, ld->code, ld->size);
 	ret = pg_dwarf_add_func(&im->dw, ld->name, off, ld->size, ld->lines, ld->nlines,
 				ld->inlines, ld->ninlines, &inl);
 	if (ret || im->strtab.oom)
@@ -90,7 +90,7 @@ int pg_emit_add_func(pg_elfset *set, struct img *im, const struct pg_code_event 
 		/* an image with inlined subroutines is not what a writer
 		 * without them made of the same input (kept out of the digest
 		 * of images without, whose build-ids stay as they were) */
-		sha1_update(&im->sha, 13, (const uint8_t *)"inline-dies-1");
+		pg_ahash_update(im->ah, &im->sha, "inline-dies-1", 13);
 		im->has_inl = true;
 	}
 	if ((inl.skipped || inl.capped) && !quiet)

@@ -24,6 +24,7 @@ void pg_files_free_image(struct img *im)
 {
 	if (!im)
 		return;
+	pg_ahash_wait(im->ah);	/* nothing queued may reach im->sha after */
 	pg_buf_free(&im->meh);
 	pg_buf_free(&im->mhdr);
 	free(im->funcs);
@@ -82,7 +83,9 @@ int pg_files_new_image(pg_elfset *set, const char *want, struct img **out)
 	im->text_off = im->text_end = set->text_off;
 	pg_dwarf_init(&im->dw, set->hdr.big_endian, set->hdr.is_64bit ? 8 : 4);
 	pg_buf_u8(&im->strtab, 0);
+	/* queued for im->sha only from here on: these are applied at once */
 	sha1_init(&im->sha);
+	im->ah = set->ah;
 	{
 		/* identity of the input: same dump, same build-ids */
 		uint64_t id[3] = { set->hdr.pid, set->hdr.timestamp, set->hdr.elf_mach };
@@ -128,7 +131,8 @@ static int name_image(pg_elfset *set, struct img *im, const struct layout *lo)
 	struct pg_elf_image *pi = &set->images[im->pub];
 	uint8_t bid[SHA1_DIGEST_SIZE];
 
-	sha1_update(&im->sha, lo->eh_size, lo->ehp);
+	pg_ahash_update(im->ah, &im->sha, lo->ehp, lo->eh_size);
+	pg_ahash_wait(im->ah);
 	sha1_digest(&im->sha, sizeof(bid), bid);
 	memcpy(pi->build_id, bid, BUILD_ID_SIZE);
 	if (set->build_id_names) {

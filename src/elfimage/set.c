@@ -45,6 +45,7 @@ int pg_elfset_new(const struct pg_code_process *hdr, const char *dump_name,
 	if (!set)
 		return pg_err(diag, -ENOMEM, "out of memory");
 	pg_u64map_init(&set->ids, sizeof(struct idslot));
+	set->ah = pg_ahash_new();	/* NULL: digests in this thread */
 	set->hdr = *hdr;
 	set->diag = diag;
 	set->per_function = opts->per_function;
@@ -170,7 +171,7 @@ int pg_set_add_placed(pg_elfset *set, const struct pg_code_event *ld, uint64_t s
 			return ret;
 		}
 		if (u)
-			sha1_update(&im->sha, u->eh_frame_hdr_size, u->eh_frame_hdr);
+			pg_ahash_update(im->ah, &im->sha, u->eh_frame_hdr, u->eh_frame_hdr_size);
 		ret = pg_files_write_image(set, im);
 		out->image = (uint32_t)im->pub;
 		out->pgoff = im->funcs[0].off;
@@ -295,6 +296,7 @@ void pg_elfset_free(pg_elfset *set)
 	pg_elfset_keep(set);
 	free(set->pend);
 	pg_files_free_image(set->pack);
+	pg_ahash_free(set->ah);
 	for (size_t i = 0; i < set->nrecs; i++) {
 		free(set->recs[i].lines);
 		free(set->recs[i].inl);

@@ -148,6 +148,21 @@ void pg_outfile_abort(struct pg_outfile *f);
  * -1 with errno set (ENOSPC for a write that wrote nothing). */
 int pg_pwrite_all(int fd, const void *p, size_t n, uint64_t off);
 
+/* SHA-1 updates applied on a worker thread, in the order they were
+ * queued (ahash.c); the caller reads a context only after
+ * pg_ahash_wait().  NULL (pg_ahash_new out of memory) or a machine of one
+ * core: every update is applied at once, in the caller's thread. */
+struct sha1_ctx;
+struct pg_ahash;
+struct pg_ahash *pg_ahash_new(void);
+/* p is borrowed: it must stay valid (and unchanged) until pg_ahash_wait */
+void pg_ahash_update(struct pg_ahash *h, struct sha1_ctx *ctx, const void *p, size_t len);
+/* p is copied (a stack array, a name the caller may free) */
+void pg_ahash_update_copy(struct pg_ahash *h, struct sha1_ctx *ctx, const void *p, size_t len);
+/* Every update queued so far is applied. */
+void pg_ahash_wait(struct pg_ahash *h);
+void pg_ahash_free(struct pg_ahash *h);
+
 /* Many pieces at increasing offsets in few pwritev() calls (one pwrite a
  * piece made the kernel's per-call work the bulk of writing an image).
  * A piece starting where the batch ends, or after a gap shorter than a
