@@ -105,7 +105,7 @@ struct img {
 	struct func *funcs;
 	size_t nfuncs, cap;
 	struct sha1_ctx sha;	/* updated through ah, on its worker thread */
-	struct pg_ahash *ah;	/* the set's */
+	struct pg_ahash *ah;	/* the set's; NULL once the worker has it */
 	bool has_inl;		/* the digest says it has inlined subroutines */
 	struct pg_dwarf dw;
 	struct pg_buf strtab;
@@ -154,8 +154,11 @@ struct pg_elfset {
 	size_t nmaps, maps_cap;
 	/* the images' build-id digests, on a worker thread; the bytes they
 	 * borrow (code, unwind tables) are those the image writes, which
-	 * stay valid until it is written */
+	 * stay valid until it is written; and the images' writes (files.c),
+	 * each a job until pg_files_join */
 	struct pg_ahash *ah;
+	struct wjob **jobs;
+	size_t njobs, jobs_cap;
 	/* by map: the time of the LOAD whose map starts earlier (at its
 	 * since), else UINT64_MAX */
 	uint64_t *loaded;
@@ -227,8 +230,16 @@ int pg_emit_add_func(pg_elfset *set, struct img *im, const struct pg_code_event 
 		     uint64_t off, bool quiet);
 int pg_emit_layout(pg_elfset *set, struct img *im, struct layout *lo);
 void pg_emit_layout_free(struct layout *lo);
-int pg_emit_elf(pg_elfset *set, struct img *im, const struct layout *lo, int fd);
-int pg_emit_code(pg_elfset *set, const struct img *im, int fd);
+/* what writing an image needs besides it: nothing of the set, so that
+ * the worker thread can write one while the set goes on (files.c) */
+struct emit_out {
+	const struct pg_code_process *hdr;
+	const uint8_t *build_id;
+	const char *path;	/* for messages */
+	struct pg_diag *diag;
+};
+int pg_emit_elf(const struct emit_out *o, struct img *im, const struct layout *lo, int fd);
+int pg_emit_code(const struct emit_out *o, const struct img *im, int fd);
 
 /* cfi.c */
 void pg_cfi_empty(struct pg_buf *eh, struct pg_buf *hdr, uint64_t eh_off, uint64_t hdr_off);
@@ -239,7 +250,12 @@ int pg_cfi_cmp_fde(const void *a, const void *b);
 /* files.c */
 int pg_files_new_image(pg_elfset *set, const char *want, struct img **out);
 void pg_files_free_image(struct img *im);
+/* Lays out, names and writes im, which it takes (freed here or by the
+ * worker thread that writes it): the caller keeps nothing of it. */
 int pg_files_write_image(pg_elfset *set, struct img *im);
 int pg_files_close_pack(pg_elfset *set);
+/* Waits for the images being written; the first failure is returned,
+ * and reported when report is set. */
+int pg_files_join(pg_elfset *set, bool report);
 
 #endif

@@ -269,9 +269,8 @@ int pg_emit_layout(pg_elfset *set, struct img *im, struct layout *lo)
 /* The libelf emission below returns false on a libelf failure, which
  * pg_emit_elf() reports. */
 
-static bool emit_ehdr(const pg_elfset *set, const struct layout *lo, Elf *elf)
+static bool emit_ehdr(const struct pg_code_process *h, const struct layout *lo, Elf *elf)
 {
-	const struct pg_code_process *h = &set->hdr;
 	GElf_Ehdr eh;
 
 	if (!gelf_newehdr(elf, h->is_64bit ? ELFCLASS64 : ELFCLASS32) || !gelf_getehdr(elf, &eh))
@@ -422,9 +421,8 @@ static bool emit_phdrs(const struct layout *lo, Elf *elf)
 }
 
 /* Writes the whole image to fd through libelf. */
-int pg_emit_elf(pg_elfset *set, struct img *im, const struct layout *lo, int fd)
+int pg_emit_elf(const struct emit_out *o, struct img *im, const struct layout *lo, int fd)
 {
-	const struct pg_elf_image *pi = &set->images[im->pub];
 	static const uint32_t nhdr[3] = { 4, BUILD_ID_SIZE, NT_GNU_BUILD_ID };
 	uint8_t note[NOTE_SIZE];	/* libelf reads it in elf_update */
 	Elf *elf;
@@ -432,17 +430,17 @@ int pg_emit_elf(pg_elfset *set, struct img *im, const struct layout *lo, int fd)
 
 	memcpy(note, nhdr, sizeof(nhdr));
 	memcpy(note + 12, "GNU", 4);
-	memcpy(note + 16, pi->build_id, BUILD_ID_SIZE);
+	memcpy(note + 16, o->build_id, BUILD_ID_SIZE);
 	errno = 0;	/* the report below gives the errno of a libelf call only */
 	elf = elf_begin(fd, ELF_C_WRITE, NULL);
-	if (!elf || !emit_ehdr(set, lo, elf) || !emit_sections(im, lo, note, elf) ||
+	if (!elf || !emit_ehdr(o->hdr, lo, elf) || !emit_sections(im, lo, note, elf) ||
 	    !emit_phdrs(lo, elf) || elf_update(elf, ELF_C_WRITE) < 0) {
 		/* a full disk is libelf's "I/O error": say what the system said */
 		if (errno)
-			ret = pg_err(set->diag, -errno, "%s: cannot write ELF image: %s", pi->path,
+			ret = pg_err(o->diag, -errno, "%s: cannot write ELF image: %s", o->path,
 				     strerror(errno));
 		else
-			ret = pg_err(set->diag, -EIO, "%s: cannot write ELF image: %s", pi->path,
+			ret = pg_err(o->diag, -EIO, "%s: cannot write ELF image: %s", o->path,
 				     elf_errmsg(-1));
 	}
 	if (elf)
@@ -452,7 +450,7 @@ int pg_emit_elf(pg_elfset *set, struct img *im, const struct layout *lo, int fd)
 
 /* Memory layout: the code, and each function's tables where the process
  * had them after it, at their offsets; what lies between stays a hole. */
-int pg_emit_code(pg_elfset *set, const struct img *im, int fd)
+int pg_emit_code(const struct emit_out *o, const struct img *im, int fd)
 {
 	struct pg_gather g;
 
@@ -484,6 +482,6 @@ int pg_emit_code(pg_elfset *set, const struct img *im, int fd)
 		goto fail;
 	return 0;
 fail:
-	return pg_err(set->diag, -errno, "%s: cannot write ELF image: %s",
-		      set->images[im->pub].path, strerror(errno));
+	return pg_err(o->diag, -errno, "%s: cannot write ELF image: %s", o->path,
+		      strerror(errno));
 }

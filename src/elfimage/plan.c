@@ -196,6 +196,7 @@ static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t ge
 	struct cfi_tables t = { 0 };
 	struct img *im = NULL;
 	struct pg_elf_map *m;
+	size_t pub;
 	bool warned = false;
 	char name[160];
 	int ret;
@@ -304,11 +305,13 @@ static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t ge
 			pg_warn(set->diag, "%s: the unwind tables of image %s reach the next code region",
 				set->dump_name, name);
 	}
-	ret = pg_files_write_image(set, im);
+	pub = im->pub;
+	ret = pg_files_write_image(set, im);	/* takes im */
+	im = NULL;
 	if (ret)
 		goto out;
 	for (size_t i = 0; i < nown; i++) {
-		pl[own[i]].img = (uint32_t)im->pub;
+		pl[own[i]].img = (uint32_t)pub;
 		pl[own[i]].pgoff = pl[own[i]].addr - base;
 	}
 	/* its maps: the carried code and the tables when the generation
@@ -325,7 +328,7 @@ static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t ge
 						  .pid = p->pid, .tid = p->tid,
 						  .id = set->recs[p->rec].id, .start = p->addr,
 						  .len = p->len, .pgoff = p->addr - base,
-						  .image = (uint32_t)im->pub,
+						  .image = (uint32_t)pub,
 						  .size = set->recs[p->rec].size,
 						  .name = set->recs[p->rec].name };
 		}
@@ -337,7 +340,7 @@ static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t ge
 			*m = (struct pg_elf_map){ .kind = PG_ELF_MAP_TABLES, .time = first->time,
 						  .pid = first->pid, .tid = first->tid,
 						  .start = tab_addr, .len = rg->slot - tab_addr,
-						  .pgoff = tab_addr - base, .image = (uint32_t)im->pub };
+						  .pgoff = tab_addr - base, .image = (uint32_t)pub };
 		}
 		for (size_t i = 0; i < nown; i++) {
 			const struct mplace *p = &pl[own[i]];
@@ -350,7 +353,7 @@ static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t ge
 						  .time = p->time, .pid = p->pid, .tid = p->tid,
 						  .id = set->recs[p->rec].id, .start = p->addr,
 						  .len = p->len, .pgoff = p->addr - base,
-						  .image = (uint32_t)im->pub,
+						  .image = (uint32_t)pub,
 						  .size = set->recs[p->rec].size,
 						  .name = set->recs[p->rec].name };
 			/* with user stacks not before the generation's carried

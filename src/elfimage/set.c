@@ -172,11 +172,10 @@ int pg_set_add_placed(pg_elfset *set, const struct pg_code_event *ld, uint64_t s
 		}
 		if (u)
 			pg_ahash_update(im->ah, &im->sha, u->eh_frame_hdr, u->eh_frame_hdr_size);
-		ret = pg_files_write_image(set, im);
 		out->image = (uint32_t)im->pub;
 		out->pgoff = im->funcs[0].off;
 		out->map_len = u ? pg_align(ld->size, 8) + u->mapped_size : ld->size;
-		pg_files_free_image(im);
+		ret = pg_files_write_image(set, im);	/* takes im */
 		if (ret)
 			return ret;
 	} else {
@@ -252,7 +251,7 @@ int pg_elfset_add(pg_elfset *set, const struct pg_code_event *ld, struct pg_elf_
 
 int pg_elfset_finish(pg_elfset *set)
 {
-	int ret = pg_files_close_pack(set);
+	int ret = pg_files_close_pack(set), r;
 
 	if (!ret && set->memory && !set->planned) {
 		set->planned = true;
@@ -260,7 +259,9 @@ int pg_elfset_finish(pg_elfset *set)
 		if (ret == 1)
 			ret = pg_plan_fallback(set);
 	}
-	return ret;
+	/* every image written (or its failure known) when finished */
+	r = pg_files_join(set, !ret);
+	return ret ? ret : r;
 }
 
 const struct pg_elf_map *pg_elfset_maps(const pg_elfset *set, size_t *n)
@@ -290,6 +291,7 @@ void pg_elfset_free(pg_elfset *set)
 {
 	if (!set)
 		return;
+	(void)pg_files_join(set, false);
 	for (size_t i = 0; i < set->nimages; i++)
 		if (set->pend[i].pending)
 			pg_outfile_abort(&set->pend[i].of);
@@ -297,6 +299,7 @@ void pg_elfset_free(pg_elfset *set)
 	free(set->pend);
 	pg_files_free_image(set->pack);
 	pg_ahash_free(set->ah);
+	free(set->jobs);
 	for (size_t i = 0; i < set->nrecs; i++) {
 		free(set->recs[i].lines);
 		free(set->recs[i].inl);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* SHA-1 digests computed on a worker thread (util.h, pg_ahash): the image
  * builder hashes every code byte it writes (the build-id), a tenth of a
- * large inject's time, and the other core is otherwise idle.  The caller
+ * large inject's time, and the other core is otherwise idle; the same
+ * thread also writes the finished images (pg_ahash_run), in queue order.  The caller
  * queues updates in order, each for one context; the worker applies them
  * in that order, so every digest is the one sha1_update() calls in the
  * same order would give.  Bytes the caller keeps until pg_ahash_wait()
@@ -26,6 +27,7 @@ struct upd {
 	struct sha1_ctx *ctx;
 	const uint8_t *p;
 	size_t len;
+	void (*fn)(void *);	/* a job instead (pg_ahash_run), its argument p */
 };
 
 struct chunk {
@@ -70,7 +72,10 @@ static void *worker(void *arg)
 		for (size_t i = head; i != tail; i++) {
 			const struct upd *u = &h->ring[i % RING];
 
-			sha1_update(u->ctx, u->len, u->p);
+			if (u->fn)
+				u->fn((void *)u->p);
+			else
+				sha1_update(u->ctx, u->len, u->p);
 		}
 		pthread_mutex_lock(&h->mu);
 		h->busy = false;
@@ -156,7 +161,19 @@ void pg_ahash_update(struct pg_ahash *h, struct sha1_ctx *ctx, const void *p, si
 	}
 	if (h->nstage == STAGE)
 		hand_over(h);
-	h->stage[h->nstage++] = (struct upd){ ctx, p, len };
+	h->stage[h->nstage++] = (struct upd){ ctx, p, len, NULL };
+}
+
+void pg_ahash_run(struct pg_ahash *h, void (*fn)(void *), void *arg)
+{
+	if (!h || !h->threaded) {
+		fn(arg);
+		return;
+	}
+	if (h->nstage == STAGE)
+		hand_over(h);
+	h->stage[h->nstage++] = (struct upd){ NULL, arg, 0, fn };
+	hand_over(h);	/* at once: the caller goes on with other work */
 }
 
 void pg_ahash_update_copy(struct pg_ahash *h, struct sha1_ctx *ctx, const void *p, size_t len)

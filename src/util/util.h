@@ -159,7 +159,10 @@ struct pg_ahash *pg_ahash_new(void);
 void pg_ahash_update(struct pg_ahash *h, struct sha1_ctx *ctx, const void *p, size_t len);
 /* p is copied (a stack array, a name the caller may free) */
 void pg_ahash_update_copy(struct pg_ahash *h, struct sha1_ctx *ctx, const void *p, size_t len);
-/* Every update queued so far is applied. */
+/* Runs fn(arg) on the worker after what is queued (at once without one);
+ * it must touch nothing the caller uses until pg_ahash_wait. */
+void pg_ahash_run(struct pg_ahash *h, void (*fn)(void *), void *arg);
+/* Every update and job queued so far is done. */
 void pg_ahash_wait(struct pg_ahash *h);
 void pg_ahash_free(struct pg_ahash *h);
 
