@@ -229,6 +229,8 @@ uint64_t pg_emit_headers_end(const struct pg_elfset *set);
 int pg_emit_add_func(pg_elfset *set, struct img *im, const struct pg_code_event *ld,
 		     uint64_t off, bool quiet);
 int pg_emit_layout(pg_elfset *set, struct img *im, struct layout *lo);
+int pg_emit_layout_tail(const struct pg_code_process *h, bool zdebug, const char *dump_name,
+			struct img *im, struct layout *lo, struct pg_diag *diag);
 void pg_emit_layout_free(struct layout *lo);
 /* what writing an image needs besides it: nothing of the set, so that
  * the worker thread can write one while the set goes on (files.c) */

@@ -186,9 +186,9 @@ static int zlib_section(const struct pg_code_process *h, const struct pg_buf *in
 	return 1;
 }
 
-/* Finishes the DWARF tables (their sizes place everything after them) and
- * lays the image out; lo is to be freed with pg_emit_layout_free() either
- * way. */
+/* Lays the loaded part of the image out (what the build-id digests and
+ * the maps point into); pg_emit_layout_tail() the rest.  lo is to be freed
+ * with pg_emit_layout_free() either way. */
 int pg_emit_layout(pg_elfset *set, struct img *im, struct layout *lo)
 {
 	const struct pg_code_process *h = &set->hdr;
@@ -228,10 +228,20 @@ int pg_emit_layout(pg_elfset *set, struct img *im, struct layout *lo)
 		lo->hdrp = lo->ehh.p;
 	}
 	lo->load_end = lo->hdr_off + lo->hdr_size;
-
-	if (pg_dwarf_finish(&im->dw, set->dump_name, im->text_off,
-			    im->memory ? lo->eh_off : im->text_end) < 0)
+	if (lo->eh.oom || lo->ehh.oom)
 		return pg_err(set->diag, -ENOMEM, "out of memory");
+	return 0;
+}
+
+/* Finishes the DWARF tables (their sizes place everything after them,
+ * compressed unless plain) and lays out the rest: nothing of the set, so
+ * that it runs on the worker thread with the write (files.c). */
+int pg_emit_layout_tail(const struct pg_code_process *h, bool zdebug, const char *dump_name,
+			struct img *im, struct layout *lo, struct pg_diag *diag)
+{
+	if (pg_dwarf_finish(&im->dw, dump_name, im->text_off,
+			    im->memory ? lo->eh_off : im->text_end) < 0)
+		return pg_err(diag, -ENOMEM, "out of memory");
 	pg_buf_u8(&lo->shstr, 0);
 	for (int i = 1; i < SEC_COUNT; i++) {
 		lo->shname[i] = (uint32_t)lo->shstr.len;
@@ -244,10 +254,10 @@ int pg_emit_layout(pg_elfset *set, struct img *im, struct layout *lo)
 		uint64_t at = lo->load_end;
 
 		for (int i = 0; i < 4; i++) {
-			int z = set->zdebug ? zlib_section(h, dw[i], &lo->z[i]) : 0;
+			int z = zdebug ? zlib_section(h, dw[i], &lo->z[i]) : 0;
 
 			if (z < 0)
-				return pg_err(set->diag, -ENOMEM, "out of memory");
+				return pg_err(diag, -ENOMEM, "out of memory");
 			lo->dbg[i] = z ? &lo->z[i] : dw[i];
 			if (z)	/* the Chdr is aligned as its class's words */
 				at = pg_align(at, h->is_64bit ? 8 : 4);
@@ -261,8 +271,8 @@ int pg_emit_layout(pg_elfset *set, struct img *im, struct layout *lo)
 	lo->sh_off = pg_align(lo->shstr_off + lo->shstr.len, 8);
 
 	lo->symbuf = calloc(im->nfuncs + 1, lo->symsz);
-	if (!lo->symbuf || lo->eh.oom || lo->ehh.oom || lo->shstr.oom)
-		return pg_err(set->diag, -ENOMEM, "out of memory");
+	if (!lo->symbuf || lo->shstr.oom)
+		return pg_err(diag, -ENOMEM, "out of memory");
 	return 0;
 }
 

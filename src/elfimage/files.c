@@ -169,7 +169,10 @@ struct wjob {
 	uint8_t build_id[BUILD_ID_SIZE];
 	char *path;
 	struct emit_out o;
+	bool zdebug;
+	const char *dump_name;	/* the set's, which outlives its jobs */
 	struct pg_diag d;	/* the worker's messages, copied at join */
+	uint64_t size;		/* the file's, once written */
 	int ret;
 };
 
@@ -188,7 +191,12 @@ static void run_job(void *arg)
 {
 	struct wjob *jb = arg;
 
-	jb->ret = pg_emit_elf(&jb->o, jb->im, &jb->lo, jb->fd);
+	jb->ret = pg_emit_layout_tail(jb->o.hdr, jb->zdebug, jb->dump_name, jb->im, &jb->lo,
+				      &jb->d);
+	jb->size = jb->lo.sh_off + SEC_COUNT * (jb->o.hdr->is_64bit ? sizeof(Elf64_Shdr)
+								     : sizeof(Elf32_Shdr));
+	if (!jb->ret)
+		jb->ret = pg_emit_elf(&jb->o, jb->im, &jb->lo, jb->fd);
 	if (!jb->ret && jb->im->memory)
 		jb->ret = pg_emit_code(&jb->o, jb->im, jb->fd);
 	/* its memory now, not at join: a run's images are not all held */
@@ -214,6 +222,7 @@ int pg_files_join(pg_elfset *set, bool report)
 		int r = jb->ret;
 
 		if (!r) {
+			set->images[jb->pub].size = jb->size;
 			r = pg_outfile_finish(&p->of, set->diag);
 			if (r && !ret)
 				pg_err(set->diag, r, "%s: %s", set->images[jb->pub].path, strerror(-r));
@@ -277,10 +286,11 @@ static int write_file(pg_elfset *set, struct wjob *jb)
 				   .diag = &jb->d };
 	jb->fd = of.fd;
 	jb->pub = im->pub;
+	jb->zdebug = set->zdebug;
+	jb->dump_name = set->dump_name;
 	set->pend[im->pub].of = of;
 	set->pend[im->pub].pending = true;
-	pi->size = jb->lo.sh_off + SEC_COUNT * (set->hdr.is_64bit ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr));
-	pi->written = true;
+	pi->written = true;	/* its size once joined */
 	set->jobs[set->njobs++] = jb;
 	pg_ahash_run(set->ah, run_job, jb);
 	return 0;
