@@ -159,6 +159,10 @@ struct pg_elfset {
 	struct pg_ahash *ah;
 	struct wjob **jobs;
 	size_t njobs, jobs_cap;
+	/* in pg_elfset_finish: an image's write may still run when the next
+	 * is built (joined at its end); one written by pg_elfset_add is done
+	 * (or has failed) when add returns, as the caller expects */
+	bool finishing;
 	/* by map: the time of the LOAD whose map starts earlier (at its
 	 * since), else UINT64_MAX */
 	uint64_t *loaded;

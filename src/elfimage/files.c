@@ -293,7 +293,7 @@ static int write_file(pg_elfset *set, struct wjob *jb)
 	pi->written = true;	/* its size once joined */
 	set->jobs[set->njobs++] = jb;
 	pg_ahash_run(set->ah, run_job, jb);
-	return 0;
+	return set->finishing ? 0 : pg_files_join(set, true);
 }
 
 /* Lays out, names and writes an image, or keeps the identical file that

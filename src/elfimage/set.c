@@ -251,8 +251,10 @@ int pg_elfset_add(pg_elfset *set, const struct pg_code_event *ld, struct pg_elf_
 
 int pg_elfset_finish(pg_elfset *set)
 {
-	int ret = pg_files_close_pack(set), r;
+	int ret, r;
 
+	set->finishing = true;
+	ret = pg_files_close_pack(set);
 	if (!ret && set->memory && !set->planned) {
 		set->planned = true;
 		ret = pg_plan_memory(set);
@@ -261,6 +263,7 @@ int pg_elfset_finish(pg_elfset *set)
 	}
 	/* every image written (or its failure known) when finished */
 	r = pg_files_join(set, !ret);
+	set->finishing = false;
 	return ret ? ret : r;
 }
 
