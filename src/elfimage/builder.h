@@ -51,6 +51,7 @@ struct func {
 struct idslot {
 	uint32_t at;
 	bool place;		/* at is in places (memory layout), else in maps */
+	bool used;		/* in set->dense: set */
 };
 
 /* A LOAD kept until pg_elfset_finish() (memory layout); its arrays are
@@ -142,6 +143,12 @@ struct pg_elfset {
 	struct mplace *places;	/* memory layout: code at an address from a time on */
 	size_t nplaces, places_cap;
 	struct pg_u64map ids;	/* code index -> latest map (own images) or place: idslot */
+	/* the same for the small indexes most JITs count up from 0 or 1, by
+	 * index: a hash map's random probes were a twentieth of a large
+	 * inject's main thread; at most 4 x those in it + DENSE_SLACK
+	 * entries, an index past that in ids (pg_set_id_*) */
+	struct idslot *dense;
+	size_t dense_cap, ndense;
 	bool noting;		/* carry only code noted on a stack */
 	bool fold_warned;	/* plan.c: MOVE copies kept at their own offsets */
 	uint32_t *byaddr;	/* noting: places by address, their addresses, */
@@ -218,7 +225,9 @@ struct cfi_tables {
 /* set.c */
 struct pg_elf_map *pg_set_new_map(pg_elfset *set);
 void pg_set_map_since(pg_elfset *set, struct pg_elf_map *m, uint64_t since);
-bool pg_set_id_put(struct pg_u64map *m, uint64_t id, uint32_t at, bool place);
+bool pg_set_id_put(pg_elfset *set, uint64_t id, uint32_t at, bool place);
+const struct idslot *pg_set_id_get(const pg_elfset *set, uint64_t id);
+void pg_set_ids_reset(pg_elfset *set);
 int pg_set_add_placed(pg_elfset *set, const struct pg_code_event *ld, uint64_t since,
 		      struct pg_elf_place *out);
 

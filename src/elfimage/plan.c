@@ -944,7 +944,7 @@ int pg_plan_keep(pg_elfset *set, const struct pg_code_event *ld, uint64_t since)
 			      .len = ld->cfi ? pg_align(ld->size, 8) + ld->cfi->mapped_size : ld->size,
 			      .pid = ld->pid, .tid = ld->tid, .rec = (uint32_t)set->nrecs,
 			      .dead = UINT64_MAX, .killed = NONE, .ref_lo = UINT64_MAX };
-	if (!pg_set_id_put(&set->ids, ld->id, (uint32_t)set->nplaces, true)) {
+	if (!pg_set_id_put(set, ld->id, (uint32_t)set->nplaces, true)) {
 		free(r->lines);
 		free(r->inl);
 		return pg_err(set->diag, -ENOMEM, "out of memory");
@@ -958,7 +958,7 @@ int pg_plan_keep(pg_elfset *set, const struct pg_code_event *ld, uint64_t since)
  * place; a MOVE puts it at ev->addr. */
 int pg_plan_move(pg_elfset *set, const struct pg_code_event *ev)
 {
-	const struct idslot *sl = pg_u64map_get(&set->ids, ev->id);
+	const struct idslot *sl = pg_set_id_get(set, ev->id);
 	struct pg_elf_map *m;
 
 	if (!sl) {
@@ -994,7 +994,7 @@ int pg_plan_move(pg_elfset *set, const struct pg_code_event *ev)
 				      .move = true, .remap = !set->carry_live,
 				      .src = p->remap ? p->src : sl->at,
 				      .ref_lo = UINT64_MAX };
-		if (!pg_set_id_put(&set->ids, ev->id, (uint32_t)set->nplaces, true))
+		if (!pg_set_id_put(set, ev->id, (uint32_t)set->nplaces, true))
 			return pg_err(set->diag, -ENOMEM, "out of memory");
 		set->nplaces++;
 		return 0;
@@ -1029,7 +1029,7 @@ int pg_plan_fallback(pg_elfset *set)
 	int ret = 0;
 
 	set->memory = false;
-	pg_u64map_free(&set->ids);
+	pg_set_ids_reset(set);
 	for (size_t i = 0; i < set->nplaces && !ret; i++) {
 		const struct mplace *p = &set->places[i];
 		const struct mrec *r = &set->recs[p->rec];
