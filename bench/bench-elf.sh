@@ -143,9 +143,9 @@ BEGIN {
 	printf "perfgraft elf        %.3f s  %.0f MB/s  (best of %d)\n", pg_s, pg_mbs, runs
 	printf "ratio perfgraft/cat  %.3f (throughput)\n", (cat_mbs > 0 ? pg_mbs / cat_mbs : 0)
 	wcat_s = wcat_ns / 1e9
-	printf "cat > FILE (write floor) %.3f s  %.0f MB/s  (best of %d)\n", wcat_s, (wcat_s > 0 ? mb / wcat_s : 0), runs
-	printf "perfgraft elf / write floor  %.2fx (time)\n", (wcat_s > 0 ? pg_s / wcat_s : 0)
-	printf "RSS / dump           %.2fx\n", (mb > 0 ? rss_mb / mb : 0)
+	printf "cat > FILE (floor)   %.3f s  %.0f MB/s  (best of %d; the write floor)\n", wcat_s, (wcat_s > 0 ? mb / wcat_s : 0), runs
+	printf "perfgraft/cat > FILE %.2fx (time)\n", (wcat_s > 0 ? pg_s / wcat_s : 0)
+	printf "peak RSS / dump      %.2fx\n", (mb > 0 ? rss_mb / mb : 0)
 	printf "peak RSS             %.1f MB\n", rss_mb
 	printf "RSS budget           %.1f MB (dump + %d MB)\n", budget, slack
 	printf "images written       %d files, %.1f MB (%d bytes)\n", nfiles, nbytes / 1e6, nbytes
