@@ -18,7 +18,7 @@
 
 #include "util/util.h"
 
-#define RING 4096		/* updates queued at most */
+#define RING (1u << 16)	/* updates queued at most: an image's, behind the write of the one before it */
 #define STAGE 128		/* updates handed over at once */
 #define CHUNK (1u << 20)	/* arena chunk */
 #define ARENA_MAX (8u << 20)	/* copied bytes queued before the caller waits */
