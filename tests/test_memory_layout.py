@@ -41,6 +41,7 @@ import random
 import re
 import shutil
 import struct
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -1191,6 +1192,35 @@ class WriteCalls(unittest.TestCase):
             holes = (self.N - 1) // 64 * 0x10000 - 0x10000
             self.assertGreater(st.st_size, holes)
             self.assertLess(st.st_blocks * 512, st.st_size - holes + (2 << 20))
+
+
+class FewOpenFiles(unittest.TestCase):
+    """Images written in finish go to a worker thread, each holding its
+    open temporary until joined: a fallback to the packed layout writes an
+    image per CFI function there (400 here), which must not need 400 open
+    files (ulimit -n 40)."""
+
+    def test_fallback_many_cfi_images(self):
+        import resource
+        with tempfile.TemporaryDirectory(prefix="perfgraft-fewfiles-") as d:
+            b = gen.JitdumpBuilder()
+            for f in range(400):    # one address reused: 400 generations
+                b.cfi_unwinding_info(BASE, 0x40)
+                b.load(b"JS:*f%d" % f, gen.x86_64_code(0x40, f), BASE, f)
+            dump = os.path.join(d, "jit-4242.dump")
+            b.write(dump)
+            out = os.path.join(d, "out")
+            os.mkdir(out)
+
+            def limit():
+                resource.setrlimit(resource.RLIMIT_NOFILE, (40, 40))
+            p = subprocess.run([PERFGRAFT, "elf", "--user-stacks", "-o", out, dump],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=limit,
+                               timeout=300)
+            err = p.stderr.decode("utf-8", "replace")
+            self.assertEqual(p.returncode, 0, err)
+            self.assertIn("written in the packed layout instead", err)
+            self.assertEqual(len([n for n in os.listdir(out) if n.endswith(".so")]), 400)
 
 
 if __name__ == "__main__":

@@ -176,6 +176,8 @@ struct wjob {
 	int ret;
 };
 
+#define MAX_JOBS 8
+
 static void job_free(struct wjob *jb)
 {
 	if (!jb)
@@ -257,6 +259,12 @@ static int write_file(pg_elfset *set, struct wjob *jb)
 	struct stat st;
 	int ret;
 
+	/* each job holds its temporary open: a few at a time (a fallback to
+	 * the packed layout may write an image a CFI function in finish) */
+	if (set->njobs >= MAX_JOBS && (ret = pg_files_join(set, true))) {
+		job_free(jb);
+		return ret;
+	}
 	/* "SUB/NAME": the temporary beside SUB, renamed into it at commit */
 	if (sl)
 		snprintf(flat, sizeof(flat), "%.*s.so", (int)(sl - pi->name), pi->name);
