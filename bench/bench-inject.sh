@@ -27,6 +27,12 @@
 # records held back and the samples written before their dump was read past
 # them; and whether perf report --sort dso,sym gives the same rows (JIT
 # images' names counted as one) from the three.
+# CASES=floor: the node workload recorded at FLOOR_SCALES times GEN_ARGS'
+# function count (default "1 4": about 60 and 240 MB of dump), and at each
+# `perfgraft inject` (default layout) against the write floor, `cat DUMP
+# perf.data > FILE` on the same file system (best of RUNS each, the file
+# removed between runs): wall seconds and their ratio (target: at most
+# 2.5x the floor), user+sys CPU seconds, peak RSS and its ratio to the dump.
 # Then the MOVE-heavy case: synthesized dumps of 20,000 and 160,000
 # LOAD+MOVE pairs (move-heavy.py), both tools' times, and perfgraft's
 # 160k/20k time ratio (8 when linear in the pairs).
@@ -37,10 +43,11 @@
 #
 # Environment: RUNS (default 1) timed runs of each inject, best wall time
 # wins; GEN_ARGS (default "20000 2 16") arguments for gen-big-node.js;
-# NODE (default node); PERF (default perf); CASES (default "node move"):
+# NODE (default node); PERF (default perf); CASES (default "node dwarf move floor"):
 # the cases to run (pipe: live pipe mode, below; dwarf: the node workload recorded with --call-graph
 # dwarf, where inject carries live code into newer generations); MOVE_PAIRS (default "20000 160000") the MOVE-heavy
-# sizes; MOVE_PERF_TIMEOUT (default 600) seconds perf inject may take on
+# sizes; FLOOR_SCALES (default "1 4") the floor case's dump sizes, as
+# multiples of GEN_ARGS' function count; MOVE_PERF_TIMEOUT (default 600) seconds perf inject may take on
 # one MOVE-heavy dump before it is stopped and reported as timed out.
 #
 # Everything happens in a temporary directory removed at exit.  Every perf
@@ -58,7 +65,8 @@ runs=${RUNS:-1}
 node=${NODE:-node}
 perf=${PERF:-perf}
 gen_args=${GEN_ARGS:-20000 2 16}
-cases=${CASES:-node dwarf move}
+cases=${CASES:-node dwarf move floor}
+floor_scales=${FLOOR_SCALES:-1 4}
 move_pairs=${MOVE_PAIRS:-20000 160000}
 move_timeout=${MOVE_PERF_TIMEOUT:-600}
 
@@ -68,6 +76,7 @@ target_images=10	# perfgraft image files, at most
 target_bytes=1.2	# perfgraft bytes written / dump bytes, at most; memory
 			# layout: image bytes written and allocated / code bytes
 target_mem_time=1.05	# memory layout wall / packed wall, at most (5% noise)
+target_floor=2.5	# inject wall / `cat DUMP perf.data > FILE` wall, at most
 
 die() { echo "bench-inject: $*" >&2; exit 2; }
 fail() { echo "bench-inject: FAILED: $*" >&2; exit 1; }
@@ -80,12 +89,15 @@ command -v "$perf" >/dev/null || die "no $perf (Debian: apt-get install linux-pe
 want() { [[ " $cases " == *" $1 "* ]]; }
 for c in $cases; do
 	[ "$c" = node ] || [ "$c" = dwarf ] || [ "$c" = move ] || [ "$c" = pipe ] ||
-		die "CASES: unknown case '$c' (node, dwarf, move, pipe)"
+		[ "$c" = floor ] || die "CASES: unknown case '$c' (node, dwarf, move, pipe, floor)"
 done
-if want node || want dwarf || want pipe; then command -v "$node" >/dev/null || die "no $node"; fi
+if want node || want dwarf || want pipe || want floor; then command -v "$node" >/dev/null || die "no $node"; fi
 command -v python3 >/dev/null || die "no python3"
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive integer"
 [[ "$move_timeout" =~ ^[1-9][0-9]*$ ]] || die "MOVE_PERF_TIMEOUT must be a positive integer"
+for n in $floor_scales; do
+	[[ "$n" =~ ^[1-9][0-9]*$ ]] || die "FLOOR_SCALES: '$n' is not a positive integer"
+done
 for n in $move_pairs; do
 	[[ "$n" =~ ^[1-9][0-9]*$ ]] || die "MOVE_PAIRS: '$n' is not a positive integer"
 done
@@ -331,6 +343,78 @@ pipe_bench() {
 	rm -rf "$d"
 }
 
+# ---- inject against the write floor -----------------------------------------
+# For each scale of $floor_scales: the node workload recorded with the
+# function count times the scale; RUNS timed runs each (best wall) of
+# `cat DUMP perf.data > FILE` (the bytes a copy of the inputs writes, on the
+# file system the outputs go to) and of perfgraft inject in its default
+# layout, both after the inputs were read once (page cache warm) and with
+# their outputs removed between runs.
+floor_bench() {
+	local sc d count rest i t0 t1 dt cbest pbest cpu kb dump_b in_b
+	read -r count rest <<<"$gen_args"
+	: >"$logs/floor.rows"
+	for sc in $floor_scales; do
+		d=$tmp/floor-$sc
+		mkdir -p "$d/rec" "$d/pg"
+		echo "bench-inject: floor: $perf record -k mono -g -e cpu-clock -N -- $node gen-big-node.js $((count * sc)) $rest"
+		# shellcheck disable=SC2086
+		(cd "$d/rec" && "$perf" --buildid-dir "$debug" record -k mono -g -e cpu-clock -N \
+			-o perf.data -- "$node" --perf-prof --perf-prof-unwinding-info \
+			--interpreted-frames-native-stack "$here/gen-big-node.js" $((count * sc)) $rest \
+			>"$logs/floor-record.out" 2>"$logs/floor-record.err") ||
+			{ tail -n 20 "$logs/floor-record.err" >&2; fail "perf record / node (floor, scale $sc)"; }
+		dump_b=$(stat -c %s "$d"/rec/jit-*.dump)
+		in_b=$(stat -c %s "$d/rec/perf.data")
+		cat "$d"/rec/jit-*.dump "$d/rec/perf.data" >/dev/null
+		cbest='' pbest='' kb=0 cpu=''
+		for i in $(seq "$runs"); do
+			rm -f "$d/pg/cat.out"
+			sync
+			t0=$(now_ns)
+			cat "$d"/rec/jit-*.dump "$d/rec/perf.data" >"$d/pg/cat.out"
+			t1=$(now_ns)
+			dt=$((t1 - t0))
+			if [ -z "$cbest" ] || [ "$dt" -lt "$cbest" ]; then cbest=$dt; fi
+			rm -f "$d/pg/cat.out"
+			rm -rf "$d/pg/out.data" "$d/pg/out.data.d"
+			sync
+			t0=$(now_ns)
+			(cd "$d/pg" && /usr/bin/time -v -o "$logs/floor-pg.time" "$pg" inject \
+				--buildid-dir "$debug" -i "$d/rec/perf.data" -o out.data \
+				>"$logs/floor-pg.out" 2>"$logs/floor-pg.err") ||
+				{ tail -n 20 "$logs/floor-pg.err" >&2; fail "$pg inject (floor, scale $sc)"; }
+			t1=$(now_ns)
+			dt=$((t1 - t0))
+			if [ -z "$pbest" ] || [ "$dt" -lt "$pbest" ]; then
+				pbest=$dt
+				cpu=$(cpu_s "$logs/floor-pg.time")
+			fi
+			if [ "$(rss_kb "$logs/floor-pg.time")" -gt "$kb" ]; then kb=$(rss_kb "$logs/floor-pg.time"); fi
+		done
+		grep '^perfgraft: inject:' "$logs/floor-pg.err" | sed 's/^/bench-inject:   /' || true
+		echo "$sc $dump_b $in_b $cbest $pbest $cpu $kb" >>"$logs/floor.rows"
+		rm -rf "$d"
+	done
+	awk -v t_floor="$target_floor" -v runs="$runs" '
+	{ sc[NR] = $1; dmp[NR] = $2; inb[NR] = $3; c[NR] = $4 / 1e9; g[NR] = $5 / 1e9
+	  u[NR] = $6; s[NR] = $7; kb[NR] = $8 }
+	END {
+		printf "\nInject against the write floor (cat DUMP perf.data > FILE; best of %d):\n", runs
+		printf "%6s %9s %9s %8s %11s %8s %13s %9s %10s\n", "scale", "dump MB", "cat MB/s", "cat s",
+			"inject s", "x floor", "user+sys s", "RSS MB", "RSS/dump"
+		for (i = 1; i <= NR; i++)
+			printf "%5dx %9.1f %9.0f %8.3f %11.3f %7.2fx %13s %9.1f %9.2fx\n", sc[i], dmp[i] / 1e6,
+				(c[i] > 0 ? (dmp[i] + inb[i]) / 1e6 / c[i] : 0), c[i], g[i],
+				(c[i] > 0 ? g[i] / c[i] : 0), sprintf("%.2f+%.2f", u[i], s[i]),
+				kb[i] * 1024 / 1e6, kb[i] * 1024 / dmp[i]
+		for (i = 1; i <= NR; i++)
+			printf "floor %dx: inject time %s (%.2fx the floor vs <= %.1f)\n", sc[i],
+				(c[i] > 0 && g[i] <= t_floor * c[i] ? "PASS" : "FAIL"),
+				(c[i] > 0 ? g[i] / c[i] : 0), t_floor
+	}' "$logs/floor.rows"
+}
+
 home_debug_check() {
 	if [ -d "$HOME/.debug" ] && [ -n "$(find "$HOME/.debug" -newer "$logs/start" -print -quit 2>/dev/null)" ]; then
 		echo "bench-inject: warning: something under $HOME/.debug changed during the run" >&2
@@ -341,6 +425,7 @@ if ! want node; then
 	if want pipe; then pipe_bench; fi
 	if want dwarf; then dwarf_bench; fi
 	if want move; then move_bench; fi
+	if want floor; then floor_bench; fi
 	home_debug_check
 	exit 0
 fi
@@ -691,5 +776,6 @@ done
 
 if want dwarf; then dwarf_bench; fi
 if want move; then move_bench; fi
+if want floor; then floor_bench; fi
 home_debug_check
 exit 0

@@ -297,22 +297,23 @@ def elf_runs(d, name, dump, variants):
 
 
 def inject_runs(d, name, data, pipe, extra=()):
+    # -N: no build-id cache (it would fill ~/.debug); the outputs are the same
     for v, opts in INJECT_VARIANTS.items():
         tag = "inject/%s/%s" % (name, v)
         top = os.path.join(d.work, "out", "inject", name, v)
         os.makedirs(top)
         out = os.path.join(top, "out.data")
-        if d.run(tag, ["inject", "-q", *opts, *extra, "-i", data, "-o", out]) is not None:
+        if d.run(tag, ["inject", "-q", "-N", *opts, *extra, "-i", data, "-o", out]) is not None:
             d.add_perfdata(tag + "/out.data", out)
             d.add_tree(tag + "/out.data.d", out + ".d")
         if pipe:
             out = os.path.join(top, "stdin.data")
-            if d.run(tag + "/stdin", ["inject", "-q", *opts, *extra, "-i", "-", "-o", out],
+            if d.run(tag + "/stdin", ["inject", "-q", "-N", *opts, *extra, "-i", "-", "-o", out],
                      stdin=data) is not None:
                 d.add_perfdata(tag + "/stdin/out.data", out)
                 d.add_tree(tag + "/stdin/out.data.d", out + ".d")
         img = os.path.join(top, "stdout-images")
-        so = d.run(tag + "/stdout", ["inject", "-q", *opts, *extra, "-i", data, "-o", "-",
+        so = d.run(tag + "/stdout", ["inject", "-q", "-N", *opts, *extra, "-i", data, "-o", "-",
                                      "--image-dir", img])
         if so is not None:
             d.add_perfdata(tag + "/stdout/out.data", so)

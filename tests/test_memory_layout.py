@@ -41,6 +41,7 @@ import random
 import re
 import shutil
 import struct
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -1144,6 +1145,82 @@ class Amplification(unittest.TestCase):
         self.assertEqual((r.returncode, r.err), (0, ""), describe(r))
         self.assertIn("DW_TAG_inlined_subroutine", r.out)
         self.assertIn(inl[:40].decode(), r.out)
+
+
+class WriteCalls(unittest.TestCase):
+    """An image's code goes out in batches: tests/write_calls writes one
+    memory-layout image of 20,000 functions (64 KiB holes every 64) and
+    counts the library's pwrite/pwritev/write calls (one pwrite a function
+    before); the image must still hold each function's bytes at its
+    offset, zeros between them, and stay sparse over the holes."""
+
+    N = 20000
+
+    def test_batched_and_same_bytes(self):
+        tool = os.path.join(os.path.dirname(PERFGRAFT), "tests", "write_calls")
+        if not os.access(tool, os.X_OK):
+            self.fail("write_calls not built: %s" % tool)
+        with tempfile.TemporaryDirectory(prefix="perfgraft-writecalls-") as d:
+            p = run([tool, str(self.N), d])
+            self.assertEqual(p.returncode, 0, describe(p))
+            lines = p.out.splitlines()
+            calls = int(lines[0].split()[1])
+            rows = [ln.split("\t") for ln in lines[1:]]
+            self.assertEqual(len(rows), self.N)
+            # 256-piece batches, a new one at each hole: ~N/64 + N/254
+            self.assertLessEqual(calls, self.N // 40, "%d write calls for %d functions" % (calls, self.N))
+            paths = {r[0] for r in rows}
+            self.assertEqual(len(paths), 1)
+            path = paths.pop()
+            rs = run(["readelf", "-S", "-W", path])
+            self.assertEqual(rs.returncode, 0, describe(rs))
+            self.assertIn(".text", rs.out)
+            self.assertNotIn("Warning", rs.err)
+            data = open(path, "rb").read()
+            spans = []
+            for _, off, size, byte in rows:
+                off, size, byte = int(off, 16), int(size), int(byte, 16)
+                self.assertEqual(data[off:off + size], bytes([byte]) * size, "function at 0x%x" % off)
+                spans.append((off, off + size))
+            spans.sort()
+            for (_, e), (s2, _) in zip(spans, spans[1:]):
+                self.assertEqual(data[e:s2].count(0), s2 - e, "gap [0x%x, 0x%x) not zeros" % (e, s2))
+            code = sum(e - b for b, e in spans)
+            st = os.stat(path)
+            # the 64 KiB holes (20 MB of the file) stay holes: what is
+            # allocated is the functions' 5 MB span and the tables
+            holes = (self.N - 1) // 64 * 0x10000 - 0x10000
+            self.assertGreater(st.st_size, holes)
+            self.assertLess(st.st_blocks * 512, st.st_size - holes + (2 << 20))
+
+
+class FewOpenFiles(unittest.TestCase):
+    """Images written in finish go to a worker thread, each holding its
+    open temporary until joined: a fallback to the packed layout writes an
+    image per CFI function there (400 here), which must not need 400 open
+    files (ulimit -n 40)."""
+
+    def test_fallback_many_cfi_images(self):
+        import resource
+        with tempfile.TemporaryDirectory(prefix="perfgraft-fewfiles-") as d:
+            b = gen.JitdumpBuilder()
+            for f in range(400):    # one address reused: 400 generations
+                b.cfi_unwinding_info(BASE, 0x40)
+                b.load(b"JS:*f%d" % f, gen.x86_64_code(0x40, f), BASE, f)
+            dump = os.path.join(d, "jit-4242.dump")
+            b.write(dump)
+            out = os.path.join(d, "out")
+            os.mkdir(out)
+
+            def limit():
+                resource.setrlimit(resource.RLIMIT_NOFILE, (40, 40))
+            p = subprocess.run([PERFGRAFT, "elf", "--user-stacks", "-o", out, dump],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=limit,
+                               timeout=300)
+            err = p.stderr.decode("utf-8", "replace")
+            self.assertEqual(p.returncode, 0, err)
+            self.assertIn("written in the packed layout instead", err)
+            self.assertEqual(len([n for n in os.listdir(out) if n.endswith(".so")]), 400)
 
 
 if __name__ == "__main__":

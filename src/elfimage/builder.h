@@ -51,6 +51,7 @@ struct func {
 struct idslot {
 	uint32_t at;
 	bool place;		/* at is in places (memory layout), else in maps */
+	bool used;		/* in set->dense: set */
 };
 
 /* A LOAD kept until pg_elfset_finish() (memory layout); its arrays are
@@ -104,7 +105,8 @@ struct img {
 	uint64_t text_off, text_end;
 	struct func *funcs;
 	size_t nfuncs, cap;
-	struct sha1_ctx sha;
+	struct sha1_ctx sha;	/* updated through ah, on its worker thread */
+	struct pg_ahash *ah;	/* the set's; NULL once the worker has it */
 	bool has_inl;		/* the digest says it has inlined subroutines */
 	struct pg_dwarf dw;
 	struct pg_buf strtab;
@@ -141,6 +143,12 @@ struct pg_elfset {
 	struct mplace *places;	/* memory layout: code at an address from a time on */
 	size_t nplaces, places_cap;
 	struct pg_u64map ids;	/* code index -> latest map (own images) or place: idslot */
+	/* the same for the small indexes most JITs count up from 0 or 1, by
+	 * index: a hash map's random probes were a twentieth of a large
+	 * inject's main thread; at most 4 x those in it + DENSE_SLACK
+	 * entries, an index past that in ids (pg_set_id_*) */
+	struct idslot *dense;
+	size_t dense_cap, ndense;
 	bool noting;		/* carry only code noted on a stack */
 	bool fold_warned;	/* plan.c: MOVE copies kept at their own offsets */
 	uint32_t *byaddr;	/* noting: places by address, their addresses, */
@@ -151,6 +159,17 @@ struct pg_elfset {
 	size_t nspans;
 	struct pg_elf_map *maps;
 	size_t nmaps, maps_cap;
+	/* the images' build-id digests, on a worker thread; the bytes they
+	 * borrow (code, unwind tables) are those the image writes, which
+	 * stay valid until it is written; and the images' writes (files.c),
+	 * each a job until pg_files_join */
+	struct pg_ahash *ah;
+	struct wjob **jobs;
+	size_t njobs, jobs_cap;
+	/* in pg_elfset_finish: an image's write may still run when the next
+	 * is built (joined at its end); one written by pg_elfset_add is done
+	 * (or has failed) when add returns, as the caller expects */
+	bool finishing;
 	/* by map: the time of the LOAD whose map starts earlier (at its
 	 * since), else UINT64_MAX */
 	uint64_t *loaded;
@@ -206,7 +225,9 @@ struct cfi_tables {
 /* set.c */
 struct pg_elf_map *pg_set_new_map(pg_elfset *set);
 void pg_set_map_since(pg_elfset *set, struct pg_elf_map *m, uint64_t since);
-bool pg_set_id_put(struct pg_u64map *m, uint64_t id, uint32_t at, bool place);
+bool pg_set_id_put(pg_elfset *set, uint64_t id, uint32_t at, bool place);
+const struct idslot *pg_set_id_get(const pg_elfset *set, uint64_t id);
+void pg_set_ids_reset(pg_elfset *set);
 int pg_set_add_placed(pg_elfset *set, const struct pg_code_event *ld, uint64_t since,
 		      struct pg_elf_place *out);
 
@@ -221,9 +242,19 @@ uint64_t pg_emit_headers_end(const struct pg_elfset *set);
 int pg_emit_add_func(pg_elfset *set, struct img *im, const struct pg_code_event *ld,
 		     uint64_t off, bool quiet);
 int pg_emit_layout(pg_elfset *set, struct img *im, struct layout *lo);
+int pg_emit_layout_tail(const struct pg_code_process *h, bool zdebug, const char *dump_name,
+			struct img *im, struct layout *lo, struct pg_diag *diag);
 void pg_emit_layout_free(struct layout *lo);
-int pg_emit_elf(pg_elfset *set, struct img *im, const struct layout *lo, int fd);
-int pg_emit_code(pg_elfset *set, const struct img *im, int fd);
+/* what writing an image needs besides it: nothing of the set, so that
+ * the worker thread can write one while the set goes on (files.c) */
+struct emit_out {
+	const struct pg_code_process *hdr;
+	const uint8_t *build_id;
+	const char *path;	/* for messages */
+	struct pg_diag *diag;
+};
+int pg_emit_elf(const struct emit_out *o, struct img *im, const struct layout *lo, int fd);
+int pg_emit_code(const struct emit_out *o, const struct img *im, int fd);
 
 /* cfi.c */
 void pg_cfi_empty(struct pg_buf *eh, struct pg_buf *hdr, uint64_t eh_off, uint64_t hdr_off);
@@ -234,7 +265,12 @@ int pg_cfi_cmp_fde(const void *a, const void *b);
 /* files.c */
 int pg_files_new_image(pg_elfset *set, const char *want, struct img **out);
 void pg_files_free_image(struct img *im);
+/* Lays out, names and writes im, which it takes (freed here or by the
+ * worker thread that writes it): the caller keeps nothing of it. */
 int pg_files_write_image(pg_elfset *set, struct img *im);
 int pg_files_close_pack(pg_elfset *set);
+/* Waits for the images being written; the first failure is returned,
+ * and reported when report is set. */
+int pg_files_join(pg_elfset *set, bool report);
 
 #endif

@@ -79,9 +79,9 @@ int pg_emit_add_func(pg_elfset *set, struct img *im, const struct pg_code_event 
 	pg_buf_add(&im->strtab, ld->name, nlen + 1);
 	if (off + ld->size > im->text_end)
 		im->text_end = off + ld->size;
-	sha1_update(&im->sha, sizeof(meta), (const uint8_t *)meta);
-	sha1_update(&im->sha, nlen + 1, (const uint8_t *)ld->name);
-	sha1_update(&im->sha, ld->size, ld->code);
+	pg_ahash_update_copy(im->ah, &im->sha, meta, sizeof(meta));
+	pg_ahash_update_copy(im->ah, &im->sha, ld->name, nlen + 1);
+	pg_ahash_update(im->ah, &im->sha, ld->code, ld->size);
 	ret = pg_dwarf_add_func(&im->dw, ld->name, off, ld->size, ld->lines, ld->nlines,
 				ld->inlines, ld->ninlines, &inl);
 	if (ret || im->strtab.oom)
@@ -90,7 +90,7 @@ int pg_emit_add_func(pg_elfset *set, struct img *im, const struct pg_code_event 
 		/* an image with inlined subroutines is not what a writer
 		 * without them made of the same input (kept out of the digest
 		 * of images without, whose build-ids stay as they were) */
-		sha1_update(&im->sha, 13, (const uint8_t *)"inline-dies-1");
+		pg_ahash_update(im->ah, &im->sha, "inline-dies-1", 13);
 		im->has_inl = true;
 	}
 	if ((inl.skipped || inl.capped) && !quiet)
@@ -186,9 +186,9 @@ static int zlib_section(const struct pg_code_process *h, const struct pg_buf *in
 	return 1;
 }
 
-/* Finishes the DWARF tables (their sizes place everything after them) and
- * lays the image out; lo is to be freed with pg_emit_layout_free() either
- * way. */
+/* Lays the loaded part of the image out (what the build-id digests and
+ * the maps point into); pg_emit_layout_tail() the rest.  lo is to be freed
+ * with pg_emit_layout_free() either way. */
 int pg_emit_layout(pg_elfset *set, struct img *im, struct layout *lo)
 {
 	const struct pg_code_process *h = &set->hdr;
@@ -228,10 +228,20 @@ int pg_emit_layout(pg_elfset *set, struct img *im, struct layout *lo)
 		lo->hdrp = lo->ehh.p;
 	}
 	lo->load_end = lo->hdr_off + lo->hdr_size;
-
-	if (pg_dwarf_finish(&im->dw, set->dump_name, im->text_off,
-			    im->memory ? lo->eh_off : im->text_end) < 0)
+	if (lo->eh.oom || lo->ehh.oom)
 		return pg_err(set->diag, -ENOMEM, "out of memory");
+	return 0;
+}
+
+/* Finishes the DWARF tables (their sizes place everything after them,
+ * compressed unless plain) and lays out the rest: nothing of the set, so
+ * that it runs on the worker thread with the write (files.c). */
+int pg_emit_layout_tail(const struct pg_code_process *h, bool zdebug, const char *dump_name,
+			struct img *im, struct layout *lo, struct pg_diag *diag)
+{
+	if (pg_dwarf_finish(&im->dw, dump_name, im->text_off,
+			    im->memory ? lo->eh_off : im->text_end) < 0)
+		return pg_err(diag, -ENOMEM, "out of memory");
 	pg_buf_u8(&lo->shstr, 0);
 	for (int i = 1; i < SEC_COUNT; i++) {
 		lo->shname[i] = (uint32_t)lo->shstr.len;
@@ -244,10 +254,10 @@ int pg_emit_layout(pg_elfset *set, struct img *im, struct layout *lo)
 		uint64_t at = lo->load_end;
 
 		for (int i = 0; i < 4; i++) {
-			int z = set->zdebug ? zlib_section(h, dw[i], &lo->z[i]) : 0;
+			int z = zdebug ? zlib_section(h, dw[i], &lo->z[i]) : 0;
 
 			if (z < 0)
-				return pg_err(set->diag, -ENOMEM, "out of memory");
+				return pg_err(diag, -ENOMEM, "out of memory");
 			lo->dbg[i] = z ? &lo->z[i] : dw[i];
 			if (z)	/* the Chdr is aligned as its class's words */
 				at = pg_align(at, h->is_64bit ? 8 : 4);
@@ -261,17 +271,16 @@ int pg_emit_layout(pg_elfset *set, struct img *im, struct layout *lo)
 	lo->sh_off = pg_align(lo->shstr_off + lo->shstr.len, 8);
 
 	lo->symbuf = calloc(im->nfuncs + 1, lo->symsz);
-	if (!lo->symbuf || lo->eh.oom || lo->ehh.oom || lo->shstr.oom)
-		return pg_err(set->diag, -ENOMEM, "out of memory");
+	if (!lo->symbuf || lo->shstr.oom)
+		return pg_err(diag, -ENOMEM, "out of memory");
 	return 0;
 }
 
 /* The libelf emission below returns false on a libelf failure, which
  * pg_emit_elf() reports. */
 
-static bool emit_ehdr(const pg_elfset *set, const struct layout *lo, Elf *elf)
+static bool emit_ehdr(const struct pg_code_process *h, const struct layout *lo, Elf *elf)
 {
-	const struct pg_code_process *h = &set->hdr;
 	GElf_Ehdr eh;
 
 	if (!gelf_newehdr(elf, h->is_64bit ? ELFCLASS64 : ELFCLASS32) || !gelf_getehdr(elf, &eh))
@@ -422,9 +431,8 @@ static bool emit_phdrs(const struct layout *lo, Elf *elf)
 }
 
 /* Writes the whole image to fd through libelf. */
-int pg_emit_elf(pg_elfset *set, struct img *im, const struct layout *lo, int fd)
+int pg_emit_elf(const struct emit_out *o, struct img *im, const struct layout *lo, int fd)
 {
-	const struct pg_elf_image *pi = &set->images[im->pub];
 	static const uint32_t nhdr[3] = { 4, BUILD_ID_SIZE, NT_GNU_BUILD_ID };
 	uint8_t note[NOTE_SIZE];	/* libelf reads it in elf_update */
 	Elf *elf;
@@ -432,17 +440,17 @@ int pg_emit_elf(pg_elfset *set, struct img *im, const struct layout *lo, int fd)
 
 	memcpy(note, nhdr, sizeof(nhdr));
 	memcpy(note + 12, "GNU", 4);
-	memcpy(note + 16, pi->build_id, BUILD_ID_SIZE);
+	memcpy(note + 16, o->build_id, BUILD_ID_SIZE);
 	errno = 0;	/* the report below gives the errno of a libelf call only */
 	elf = elf_begin(fd, ELF_C_WRITE, NULL);
-	if (!elf || !emit_ehdr(set, lo, elf) || !emit_sections(im, lo, note, elf) ||
+	if (!elf || !emit_ehdr(o->hdr, lo, elf) || !emit_sections(im, lo, note, elf) ||
 	    !emit_phdrs(lo, elf) || elf_update(elf, ELF_C_WRITE) < 0) {
 		/* a full disk is libelf's "I/O error": say what the system said */
 		if (errno)
-			ret = pg_err(set->diag, -errno, "%s: cannot write ELF image: %s", pi->path,
+			ret = pg_err(o->diag, -errno, "%s: cannot write ELF image: %s", o->path,
 				     strerror(errno));
 		else
-			ret = pg_err(set->diag, -EIO, "%s: cannot write ELF image: %s", pi->path,
+			ret = pg_err(o->diag, -EIO, "%s: cannot write ELF image: %s", o->path,
 				     elf_errmsg(-1));
 	}
 	if (elf)
@@ -452,31 +460,38 @@ int pg_emit_elf(pg_elfset *set, struct img *im, const struct layout *lo, int fd)
 
 /* Memory layout: the code, and each function's tables where the process
  * had them after it, at their offsets; what lies between stays a hole. */
-int pg_emit_code(pg_elfset *set, const struct img *im, int fd)
+int pg_emit_code(const struct emit_out *o, const struct img *im, int fd)
 {
+	struct pg_gather g;
+
+	/* the gaps between functions are .text's holes: only there may the
+	 * batches write zeros (the tables after it are libelf's bytes) */
+	pg_gather_init(&g, fd, im->text_off, im->meh_off);
 	for (size_t i = 0; i < im->nfuncs; i++) {
 		const struct func *f = &im->funcs[i];
 		const struct pg_code_cfi *u = f->cfi;
 
-		if (pg_pwrite_all(fd, f->code, f->size, f->off) < 0)
+		if (pg_gather_add(&g, f->code, f->size, f->off) < 0)
 			goto fail;
 		if (u) {
 			uint64_t at = f->off + pg_align(f->size, 8), n = u->eh_frame_size;
 
 			if (n > u->mapped_size)
 				n = u->mapped_size;
-			if (pg_pwrite_all(fd, u->eh_frame, n, at) < 0)
+			if (pg_gather_add(&g, u->eh_frame, n, at) < 0)
 				goto fail;
 			at += n;
 			n = u->mapped_size - n;
 			if (n > u->eh_frame_hdr_size)
 				n = u->eh_frame_hdr_size;
-			if (n && pg_pwrite_all(fd, u->eh_frame_hdr, n, at) < 0)
+			if (n && pg_gather_add(&g, u->eh_frame_hdr, n, at) < 0)
 				goto fail;
 		}
 	}
+	if (pg_gather_flush(&g) < 0)
+		goto fail;
 	return 0;
 fail:
-	return pg_err(set->diag, -errno, "%s: cannot write ELF image: %s",
-		      set->images[im->pub].path, strerror(errno));
+	return pg_err(o->diag, -errno, "%s: cannot write ELF image: %s", o->path,
+		      strerror(errno));
 }

@@ -24,6 +24,7 @@ void pg_files_free_image(struct img *im)
 {
 	if (!im)
 		return;
+	pg_ahash_wait(im->ah);	/* nothing queued may reach im->sha after */
 	pg_buf_free(&im->meh);
 	pg_buf_free(&im->mhdr);
 	free(im->funcs);
@@ -82,7 +83,9 @@ int pg_files_new_image(pg_elfset *set, const char *want, struct img **out)
 	im->text_off = im->text_end = set->text_off;
 	pg_dwarf_init(&im->dw, set->hdr.big_endian, set->hdr.is_64bit ? 8 : 4);
 	pg_buf_u8(&im->strtab, 0);
+	/* queued for im->sha only from here on: these are applied at once */
 	sha1_init(&im->sha);
+	im->ah = set->ah;
 	{
 		/* identity of the input: same dump, same build-ids */
 		uint64_t id[3] = { set->hdr.pid, set->hdr.timestamp, set->hdr.elf_mach };
@@ -128,7 +131,8 @@ static int name_image(pg_elfset *set, struct img *im, const struct layout *lo)
 	struct pg_elf_image *pi = &set->images[im->pub];
 	uint8_t bid[SHA1_DIGEST_SIZE];
 
-	sha1_update(&im->sha, lo->eh_size, lo->ehp);
+	pg_ahash_update(im->ah, &im->sha, lo->ehp, lo->eh_size);
+	pg_ahash_wait(im->ah);
 	sha1_digest(&im->sha, sizeof(bid), bid);
 	memcpy(pi->build_id, bid, BUILD_ID_SIZE);
 	if (set->build_id_names) {
@@ -153,10 +157,101 @@ static int name_image(pg_elfset *set, struct img *im, const struct layout *lo)
 	return 0;
 }
 
-/* Writes the image into a finished temporary of its name, which
- * pg_elfset_commit() renames into place; removed again on any error. */
-static int write_file(pg_elfset *set, struct img *im, const struct layout *lo)
+/* An image being written: the worker thread (set->ah) writes it into its
+ * open temporary and frees it; pg_files_join() finishes or removes the
+ * temporary on the set's thread.  It holds everything the write reads,
+ * so that the set may grow meanwhile. */
+struct wjob {
+	struct img *im;
+	struct layout lo;
+	int fd;
+	size_t pub;
+	uint8_t build_id[BUILD_ID_SIZE];
+	char *path;
+	struct emit_out o;
+	bool zdebug;
+	const char *dump_name;	/* the set's, which outlives its jobs */
+	struct pg_diag d;	/* the worker's messages, copied at join */
+	uint64_t size;		/* the file's, once written */
+	int ret;
+};
+
+#define MAX_JOBS 8
+
+static void job_free(struct wjob *jb)
 {
+	if (!jb)
+		return;
+	pg_emit_layout_free(&jb->lo);
+	pg_files_free_image(jb->im);	/* the set's thread: waits for its digest */
+	free(jb->path);
+	free(jb);
+}
+
+/* The write, on the worker thread (or at once without one). */
+static void run_job(void *arg)
+{
+	struct wjob *jb = arg;
+
+	jb->ret = pg_emit_layout_tail(jb->o.hdr, jb->zdebug, jb->dump_name, jb->im, &jb->lo,
+				      &jb->d);
+	jb->size = jb->lo.sh_off + SEC_COUNT * (jb->o.hdr->is_64bit ? sizeof(Elf64_Shdr)
+								     : sizeof(Elf32_Shdr));
+	if (!jb->ret)
+		jb->ret = pg_emit_elf(&jb->o, jb->im, &jb->lo, jb->fd);
+	if (!jb->ret && jb->im->memory)
+		jb->ret = pg_emit_code(&jb->o, jb->im, jb->fd);
+	/* its memory now, not at join: a run's images are not all held */
+	pg_emit_layout_free(&jb->lo);
+	memset(&jb->lo, 0, sizeof(jb->lo));
+	jb->im->ah = NULL;
+	pg_files_free_image(jb->im);
+	jb->im = NULL;
+}
+
+int pg_files_join(pg_elfset *set, bool report)
+{
+	struct pg_diag none = { 0 }, *diag = set->diag;
+	int ret = 0;
+
+	if (!report)	/* a failure being reported already keeps its message */
+		set->diag = &none;
+
+	pg_ahash_wait(set->ah);
+	for (size_t i = 0; i < set->njobs; i++) {
+		struct wjob *jb = set->jobs[i];
+		struct pend *p = &set->pend[jb->pub];
+		int r = jb->ret;
+
+		if (!r) {
+			set->images[jb->pub].size = jb->size;
+			r = pg_outfile_finish(&p->of, set->diag);
+			if (r && !ret)
+				pg_err(set->diag, r, "%s: %s", set->images[jb->pub].path, strerror(-r));
+		} else {
+			pg_outfile_abort(&p->of);
+			if (!ret)
+				pg_err(set->diag, r, "%s", jb->d.err);
+		}
+		if (r) {
+			p->pending = false;
+			set->images[jb->pub].written = false;
+			if (!ret)
+				ret = r;
+		}
+		job_free(jb);
+	}
+	set->njobs = 0;
+	set->diag = diag;
+	return ret;
+}
+
+/* Opens the image's temporary (which pg_elfset_commit() renames into
+ * place) and hands the writing to the worker; the temporary is removed
+ * again on any error.  Takes jb. */
+static int write_file(pg_elfset *set, struct wjob *jb)
+{
+	struct img *im = jb->im;
 	struct pg_elf_image *pi = &set->images[im->pub];
 	const char *sl = strchr(pi->name, '/');
 	char flat[NAME_MAX + 1];
@@ -164,37 +259,49 @@ static int write_file(pg_elfset *set, struct img *im, const struct layout *lo)
 	struct stat st;
 	int ret;
 
+	/* each job holds its temporary open: a few at a time (a fallback to
+	 * the packed layout may write an image a CFI function in finish) */
+	if (set->njobs >= MAX_JOBS && (ret = pg_files_join(set, true))) {
+		job_free(jb);
+		return ret;
+	}
 	/* "SUB/NAME": the temporary beside SUB, renamed into it at commit */
 	if (sl)
 		snprintf(flat, sizeof(flat), "%.*s.so", (int)(sl - pi->name), pi->name);
 	ret = pg_outfile_open(&of, set->dirfd, sl ? flat : pi->name, set->diag);
-	if (ret)
+	if (ret) {
+		job_free(jb);
 		return ret;
+	}
 	if (sl && of.direct) {
 		pg_outfile_abort(&of);
+		job_free(jb);
 		return pg_err(set->diag, -EEXIST, "%s/%s: not a regular file", set->dir, flat);
 	}
-	ret = pg_emit_elf(set, im, lo, of.fd);
-	if (!ret && im->memory)
-		ret = pg_emit_code(set, im, of.fd);
-	if (ret) {
+	jb->path = strdup(pi->path);
+	if (!jb->path ||
+	    !pg_grow((void **)&set->jobs, &set->jobs_cap, set->njobs + 1, sizeof(*set->jobs))) {
 		pg_outfile_abort(&of);
-		return ret;
+		job_free(jb);
+		return pg_err(set->diag, -ENOMEM, "out of memory");
 	}
 	if (fstat(of.fd, &st) == 0) {
 		pi->dev = st.st_dev;
 		pi->ino = st.st_ino;
 	}
-	ret = pg_outfile_finish(&of, set->diag);
-	if (ret) {
-		pg_err(set->diag, ret, "%s: %s", pi->path, strerror(-ret));
-		return ret;
-	}
+	memcpy(jb->build_id, pi->build_id, BUILD_ID_SIZE);
+	jb->o = (struct emit_out){ .hdr = &set->hdr, .build_id = jb->build_id, .path = jb->path,
+				   .diag = &jb->d };
+	jb->fd = of.fd;
+	jb->pub = im->pub;
+	jb->zdebug = set->zdebug;
+	jb->dump_name = set->dump_name;
 	set->pend[im->pub].of = of;
 	set->pend[im->pub].pending = true;
-	pi->size = lo->sh_off + SEC_COUNT * (set->hdr.is_64bit ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr));
-	pi->written = true;
-	return 0;
+	pi->written = true;	/* its size once joined */
+	set->jobs[set->njobs++] = jb;
+	pg_ahash_run(set->ah, run_job, jb);
+	return set->finishing ? 0 : pg_files_join(set, true);
 }
 
 /* Lays out, names and writes an image, or keeps the identical file that
@@ -202,19 +309,26 @@ static int write_file(pg_elfset *set, struct img *im, const struct layout *lo)
 int pg_files_write_image(pg_elfset *set, struct img *im)
 {
 	struct pg_elf_image *pi = &set->images[im->pub];
-	struct layout lo;
-	int ret = pg_emit_layout(set, im, &lo);
+	struct wjob *jb = calloc(1, sizeof(*jb));
+	int ret;
 
+	if (!jb) {
+		pg_files_free_image(im);
+		return pg_err(set->diag, -ENOMEM, "out of memory");
+	}
+	jb->im = im;
+	ret = pg_emit_layout(set, im, &jb->lo);
 	if (!ret)
-		ret = name_image(set, im, &lo);
-	if (!ret && !reuse(set, pi))
-		ret = write_file(set, im, &lo);
+		ret = name_image(set, im, &jb->lo);
 	if (!ret) {
 		pi->nfuncs = im->nfuncs;
 		pi->has_cfi = im->unw != NULL || im->nfde;
 	}
-	pg_emit_layout_free(&lo);
-	return ret;
+	if (ret || reuse(set, pi)) {
+		job_free(jb);
+		return ret;
+	}
+	return write_file(set, jb);
 }
 
 int pg_files_close_pack(pg_elfset *set)
@@ -223,7 +337,6 @@ int pg_files_close_pack(pg_elfset *set)
 
 	if (set->pack) {
 		ret = pg_files_write_image(set, set->pack);
-		pg_files_free_image(set->pack);
 		set->pack = NULL;
 	}
 	return ret;
@@ -284,6 +397,10 @@ static int commit_file(pg_elfset *set, const struct pg_elf_image *pi, struct pen
 
 int pg_elfset_commit(pg_elfset *set)
 {
+	int jret = pg_files_join(set, true);
+
+	if (jret)
+		return jret;
 	for (size_t i = 0; i < set->nimages; i++) {
 		struct pend *p = &set->pend[i];
 		int ret;
@@ -322,6 +439,8 @@ void pg_elfset_keep(pg_elfset *set)
 
 void pg_elfset_discard(pg_elfset *set)
 {
+	if (set)
+		(void)pg_files_join(set, false);
 	for (size_t i = 0; set && i < set->nimages; i++) {
 		struct pend *p = &set->pend[i];
 

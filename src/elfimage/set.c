@@ -45,6 +45,7 @@ int pg_elfset_new(const struct pg_code_process *hdr, const char *dump_name,
 	if (!set)
 		return pg_err(diag, -ENOMEM, "out of memory");
 	pg_u64map_init(&set->ids, sizeof(struct idslot));
+	set->ah = pg_ahash_new();	/* NULL: digests in this thread */
 	set->hdr = *hdr;
 	set->diag = diag;
 	set->per_function = opts->per_function;
@@ -132,15 +133,52 @@ void pg_set_map_since(pg_elfset *set, struct pg_elf_map *m, uint64_t since)
 	}
 }
 
-/* Sets id -> (at, place), the latest wins; false on OOM. */
-bool pg_set_id_put(struct pg_u64map *m, uint64_t id, uint32_t at, bool place)
-{
-	struct idslot *sl = pg_u64map_put(m, id, NULL);
+#define DENSE_SLACK 4096
 
-	if (!sl)
+/* Sets id -> (at, place), the latest wins; false on OOM.  An id the dense
+ * array covers goes there (and, once covered, always: an older entry in
+ * ids is then hidden by it). */
+bool pg_set_id_put(pg_elfset *set, uint64_t id, uint32_t at, bool place)
+{
+	struct idslot *sl;
+
+	if (id >= set->dense_cap && id < 4 * (uint64_t)set->ndense + DENSE_SLACK) {
+		size_t cap = set->dense_cap ? 2 * set->dense_cap : DENSE_SLACK;
+		struct idslot *d;
+
+		if (cap <= id)
+			cap = (size_t)id + 1;
+		d = realloc(set->dense, cap * sizeof(*d));
+		if (!d)
+			return false;
+		memset(d + set->dense_cap, 0, (cap - set->dense_cap) * sizeof(*d));
+		set->dense = d;
+		set->dense_cap = cap;
+	}
+	if (id < set->dense_cap) {
+		sl = &set->dense[id];
+		set->ndense += !sl->used;
+	} else if (!(sl = pg_u64map_put(&set->ids, id, NULL))) {
 		return false;
-	*sl = (struct idslot){ .at = at, .place = place };
+	}
+	*sl = (struct idslot){ .at = at, .place = place, .used = true };
 	return true;
+}
+
+/* The latest (at, place) of id, or NULL. */
+const struct idslot *pg_set_id_get(const pg_elfset *set, uint64_t id)
+{
+	if (id < set->dense_cap && set->dense[id].used)
+		return &set->dense[id];
+	return pg_u64map_get(&set->ids, id);
+}
+
+void pg_set_ids_reset(pg_elfset *set)
+{
+	pg_u64map_free(&set->ids);
+	free(set->dense);
+	set->dense = NULL;
+	set->dense_cap = set->ndense = 0;
 }
 
 /* A LOAD into a packed image or an image of its own, at once. */
@@ -170,12 +208,11 @@ int pg_set_add_placed(pg_elfset *set, const struct pg_code_event *ld, uint64_t s
 			return ret;
 		}
 		if (u)
-			sha1_update(&im->sha, u->eh_frame_hdr_size, u->eh_frame_hdr);
-		ret = pg_files_write_image(set, im);
+			pg_ahash_update(im->ah, &im->sha, u->eh_frame_hdr, u->eh_frame_hdr_size);
 		out->image = (uint32_t)im->pub;
 		out->pgoff = im->funcs[0].off;
 		out->map_len = u ? pg_align(ld->size, 8) + u->mapped_size : ld->size;
-		pg_files_free_image(im);
+		ret = pg_files_write_image(set, im);	/* takes im */
 		if (ret)
 			return ret;
 	} else {
@@ -201,7 +238,7 @@ int pg_set_add_placed(pg_elfset *set, const struct pg_code_event *ld, uint64_t s
 		out->map_len = ld->size;
 	}
 	m = pg_set_new_map(set);
-	if (!m || !pg_set_id_put(&set->ids, ld->id, (uint32_t)(set->nmaps - 1), false))
+	if (!m || !pg_set_id_put(set, ld->id, (uint32_t)(set->nmaps - 1), false))
 		return pg_err(set->diag, -ENOMEM, "out of memory");
 	*m = (struct pg_elf_map){ .kind = PG_ELF_MAP_LOAD, .time = ld->time, .pid = ld->pid,
 				  .tid = ld->tid, .id = ld->id, .start = ld->addr,
@@ -251,15 +288,20 @@ int pg_elfset_add(pg_elfset *set, const struct pg_code_event *ld, struct pg_elf_
 
 int pg_elfset_finish(pg_elfset *set)
 {
-	int ret = pg_files_close_pack(set);
+	int ret, r;
 
+	set->finishing = true;
+	ret = pg_files_close_pack(set);
 	if (!ret && set->memory && !set->planned) {
 		set->planned = true;
 		ret = pg_plan_memory(set);
 		if (ret == 1)
 			ret = pg_plan_fallback(set);
 	}
-	return ret;
+	/* every image written (or its failure known) when finished */
+	r = pg_files_join(set, !ret);
+	set->finishing = false;
+	return ret ? ret : r;
 }
 
 const struct pg_elf_map *pg_elfset_maps(const pg_elfset *set, size_t *n)
@@ -289,12 +331,15 @@ void pg_elfset_free(pg_elfset *set)
 {
 	if (!set)
 		return;
+	(void)pg_files_join(set, false);
 	for (size_t i = 0; i < set->nimages; i++)
 		if (set->pend[i].pending)
 			pg_outfile_abort(&set->pend[i].of);
 	pg_elfset_keep(set);
 	free(set->pend);
 	pg_files_free_image(set->pack);
+	pg_ahash_free(set->ah);
+	free(set->jobs);
 	for (size_t i = 0; i < set->nrecs; i++) {
 		free(set->recs[i].lines);
 		free(set->recs[i].inl);
@@ -305,7 +350,7 @@ void pg_elfset_free(pg_elfset *set)
 	free(set->addrs);
 	free(set->maxend);
 	free(set->spans);
-	pg_u64map_free(&set->ids);
+	pg_set_ids_reset(set);
 	free(set->maps);
 	free(set->loaded);
 	for (size_t i = 0; i < set->nimages; i++)

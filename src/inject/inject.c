@@ -213,11 +213,31 @@ static void sift_down(struct inj *j, size_t i)
 
 static struct event heap_pop(struct inj *j)
 {
-	struct event top = j->heap[0];
+	struct event top = j->heap[0], last;
+	size_t i = 0, n = --j->nheap;
 
-	j->heap[0] = j->heap[--j->nheap];
-	if (j->nheap)
-		sift_down(j, 0);
+	if (!n)
+		return top;
+	last = j->heap[n];
+	/* the hole goes down to a leaf along the smaller children (one
+	 * comparison a level, not two), then the last event climbs back from
+	 * there: it belongs near the bottom.  The order is (time, seq) either
+	 * way. */
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= n)
+			break;
+		if (c + 1 < n && ev_less(&j->heap[c + 1], &j->heap[c]))
+			c++;
+		j->heap[i] = j->heap[c];
+		i = c;
+	}
+	while (i && ev_less(&last, &j->heap[(i - 1) / 2])) {
+		j->heap[i] = j->heap[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	j->heap[i] = last;
 	return top;
 }
 

@@ -241,3 +241,81 @@ int pg_pwrite_all(int fd, const void *p, size_t n, uint64_t off)
 	}
 	return 0;
 }
+
+/* zeros for the gaps pg_gather fills (at most a block long) */
+static const uint8_t gather_zeros[4096];
+
+void pg_gather_init(struct pg_gather *g, int fd, uint64_t fill_lo, uint64_t fill_hi)
+{
+	struct stat st;
+
+	g->fd = fd;
+	g->fill_lo = fill_lo;
+	g->fill_hi = fill_hi;
+	g->n = 0;
+	g->start = g->end = 0;
+	/* a gap of a whole block would allocate it: only shorter ones */
+	g->gap = 0;
+	if (fstat(fd, &st) == 0 && st.st_blksize >= 512)
+		g->gap = st.st_blksize < (blksize_t)sizeof(gather_zeros)
+			 ? (unsigned)st.st_blksize - 1 : (unsigned)sizeof(gather_zeros) - 1;
+}
+
+int pg_gather_flush(struct pg_gather *g)
+{
+	struct iovec *iov = g->iov;
+	int n = g->n;
+	uint64_t off = g->start;
+
+	g->n = 0;
+	while (n) {
+		ssize_t w = pwritev(g->fd, iov, n, (off_t)off);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (w == 0) {
+			errno = ENOSPC;
+			return -1;
+		}
+		off += (uint64_t)w;
+		/* a short write: on from where it stopped */
+		while (n && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n) {
+			iov->iov_base = (uint8_t *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
+int pg_gather_add(struct pg_gather *g, const void *p, size_t n, uint64_t off)
+{
+	if (!n)
+		return 0;
+	if (g->n) {
+		uint64_t gap = off - g->end;
+		bool joins = off == g->end ||
+			     (off > g->end && gap <= g->gap && g->end >= g->fill_lo &&
+			      off <= g->fill_hi);
+
+		if (!joins || g->n + 2 > PG_GATHER_IOV) {
+			if (pg_gather_flush(g) < 0)
+				return -1;
+		} else if (off > g->end) {
+			g->iov[g->n++] = (struct iovec){ (void *)gather_zeros, (size_t)gap };
+			g->end = off;
+		}
+	}
+	if (!g->n)
+		g->start = g->end = off;
+	g->iov[g->n++] = (struct iovec){ (void *)p, n };
+	g->end += n;
+	return 0;
+}

@@ -6,6 +6,7 @@
 
 #include <perfgraft/common.h>
 #include <stdarg.h>
+#include <sys/uio.h>
 
 #if defined(__GNUC__)
 #define PG_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -146,6 +147,46 @@ void pg_outfile_abort(struct pg_outfile *f);
 /* pwrite() of all n bytes at off, through EINTR and short writes: 0, or
  * -1 with errno set (ENOSPC for a write that wrote nothing). */
 int pg_pwrite_all(int fd, const void *p, size_t n, uint64_t off);
+
+/* SHA-1 updates applied on a worker thread, in the order they were
+ * queued (ahash.c); the caller reads a context only after
+ * pg_ahash_wait().  NULL (pg_ahash_new out of memory) or a machine of one
+ * core: every update is applied at once, in the caller's thread. */
+struct sha1_ctx;
+struct pg_ahash;
+struct pg_ahash *pg_ahash_new(void);
+/* p is borrowed: it must stay valid (and unchanged) until pg_ahash_wait */
+void pg_ahash_update(struct pg_ahash *h, struct sha1_ctx *ctx, const void *p, size_t len);
+/* p is copied (a stack array, a name the caller may free) */
+void pg_ahash_update_copy(struct pg_ahash *h, struct sha1_ctx *ctx, const void *p, size_t len);
+/* Runs fn(arg) on the worker after what is queued (at once without one);
+ * it must touch nothing the caller uses until pg_ahash_wait. */
+void pg_ahash_run(struct pg_ahash *h, void (*fn)(void *), void *arg);
+/* Every update and job queued so far is done. */
+void pg_ahash_wait(struct pg_ahash *h);
+void pg_ahash_free(struct pg_ahash *h);
+
+/* Many pieces at increasing offsets in few pwritev() calls (one pwrite a
+ * piece made the kernel's per-call work the bulk of writing an image).
+ * A piece starting where the batch ends, or after a gap shorter than a
+ * file system block inside [fill_lo, fill_hi) (written as zeros: the
+ * bytes the hole reads as, in blocks the pieces around it allocate
+ * anyway, so the file stays as sparse), joins the batch; any other piece
+ * flushes it first, so pieces land in the order they were added. */
+#define PG_GATHER_IOV 256
+struct pg_gather {
+	int fd;
+	unsigned gap;		/* the longest gap filled: below a block */
+	uint64_t fill_lo, fill_hi;
+	uint64_t start, end;	/* the batch: [start, end) */
+	int n;
+	struct iovec iov[PG_GATHER_IOV];
+};
+void pg_gather_init(struct pg_gather *g, int fd, uint64_t fill_lo, uint64_t fill_hi);
+/* 0, or -1 with errno set, as pg_pwrite_all; p must stay valid until the
+ * next flush. */
+int pg_gather_add(struct pg_gather *g, const void *p, size_t n, uint64_t off);
+int pg_gather_flush(struct pg_gather *g);
 
 /* Files to remove if the process is killed by a signal (see cleanup.c):
  * pg_cleanup_add() copies the name and keeps its own descriptor of the

@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: MIT */
+/* SHA-1 digests computed on a worker thread (util.h, pg_ahash): the image
+ * builder hashes every code byte it writes (the build-id), a tenth of a
+ * large inject's time, and the other core is otherwise idle; the same
+ * thread also writes the finished images (pg_ahash_run), in queue order.  The caller
+ * queues updates in order, each for one context; the worker applies them
+ * in that order, so every digest is the one sha1_update() calls in the
+ * same order would give.  Bytes the caller keeps until pg_ahash_wait()
+ * (code, tables) are borrowed; the rest is copied into an arena that is
+ * emptied whenever the queue is. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <nettle/sha1.h>
+
+#include "util/util.h"
+
+#define RING (1u << 16)	/* updates queued at most: an image's, behind the write of the one before it */
+#define STAGE 128		/* updates handed over at once */
+#define CHUNK (1u << 20)	/* arena chunk */
+#define ARENA_MAX (8u << 20)	/* copied bytes queued before the caller waits */
+
+struct upd {
+	struct sha1_ctx *ctx;
+	const uint8_t *p;
+	size_t len;
+	void (*fn)(void *);	/* a job instead (pg_ahash_run), its argument p */
+};
+
+struct chunk {
+	struct chunk *next;
+	size_t used, cap;
+	uint8_t b[];
+};
+
+struct pg_ahash {
+	pthread_t th;
+	bool threaded;
+	pthread_mutex_t mu;
+	pthread_cond_t work, done;
+	struct upd ring[RING];
+	size_t head, tail;	/* [head, tail): queued, by the lock */
+	bool busy;		/* the worker holds updates it took (unlocked) */
+	bool quit;
+	struct upd stage[STAGE];	/* the caller's, not yet handed over */
+	size_t nstage;
+	struct chunk *arena;	/* the caller's: copies of queued bytes */
+	size_t arena_bytes;
+};
+
+static void *worker(void *arg)
+{
+	struct pg_ahash *h = arg;
+
+	pthread_mutex_lock(&h->mu);
+	for (;;) {
+		size_t head = h->head, tail = h->tail;
+
+		if (head == tail) {
+			if (h->quit)
+				break;
+			pthread_cond_wait(&h->work, &h->mu);
+			continue;
+		}
+		/* the caller writes only free slots: [head, tail) are ours
+		 * until head moves */
+		h->busy = true;
+		pthread_mutex_unlock(&h->mu);
+		for (size_t i = head; i != tail; i++) {
+			const struct upd *u = &h->ring[i % RING];
+
+			if (u->fn)
+				u->fn((void *)u->p);
+			else
+				sha1_update(u->ctx, u->len, u->p);
+		}
+		pthread_mutex_lock(&h->mu);
+		h->busy = false;
+		h->head = tail;
+		pthread_cond_broadcast(&h->done);
+	}
+	pthread_mutex_unlock(&h->mu);
+	return NULL;
+}
+
+struct pg_ahash *pg_ahash_new(void)
+{
+	struct pg_ahash *h = calloc(1, sizeof(*h));
+	sigset_t old;
+
+	if (!h)
+		return NULL;
+	/* one core: a thread would only add switches */
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return h;
+	pthread_mutex_init(&h->mu, NULL);
+	pthread_cond_init(&h->work, NULL);
+	pthread_cond_init(&h->done, NULL);
+	/* the worker never takes SIGINT/SIGTERM/SIGHUP: the cleanup handler
+	 * runs in the caller's thread (as perfdata/writer.c's workers) */
+	pg_block_fatal_signals(true, &old);
+	h->threaded = pthread_create(&h->th, NULL, worker, h) == 0;
+	pg_block_fatal_signals(false, &old);
+	if (!h->threaded) {
+		pthread_mutex_destroy(&h->mu);
+		pthread_cond_destroy(&h->work);
+		pthread_cond_destroy(&h->done);
+	}
+	return h;
+}
+
+/* Hands the staged updates over, waiting for room. */
+static void hand_over(struct pg_ahash *h)
+{
+	if (!h->nstage)
+		return;
+	pthread_mutex_lock(&h->mu);
+	while (RING - (h->tail - h->head) < h->nstage)
+		pthread_cond_wait(&h->done, &h->mu);
+	for (size_t i = 0; i < h->nstage; i++)
+		h->ring[(h->tail + i) % RING] = h->stage[i];
+	h->tail += h->nstage;
+	h->nstage = 0;
+	pthread_cond_signal(&h->work);
+	pthread_mutex_unlock(&h->mu);
+}
+
+static void arena_free(struct pg_ahash *h)
+{
+	while (h->arena) {
+		struct chunk *c = h->arena;
+
+		h->arena = c->next;
+		free(c);
+	}
+	h->arena_bytes = 0;
+}
+
+void pg_ahash_wait(struct pg_ahash *h)
+{
+	if (!h || !h->threaded)
+		return;
+	hand_over(h);
+	pthread_mutex_lock(&h->mu);
+	while (h->head != h->tail || h->busy)
+		pthread_cond_wait(&h->done, &h->mu);
+	pthread_mutex_unlock(&h->mu);
+	arena_free(h);
+}
+
+void pg_ahash_update(struct pg_ahash *h, struct sha1_ctx *ctx, const void *p, size_t len)
+{
+	if (!len)
+		return;
+	if (!h || !h->threaded) {
+		sha1_update(ctx, len, p);
+		return;
+	}
+	if (h->nstage == STAGE)
+		hand_over(h);
+	h->stage[h->nstage++] = (struct upd){ ctx, p, len, NULL };
+}
+
+void pg_ahash_run(struct pg_ahash *h, void (*fn)(void *), void *arg)
+{
+	if (!h || !h->threaded) {
+		fn(arg);
+		return;
+	}
+	if (h->nstage == STAGE)
+		hand_over(h);
+	h->stage[h->nstage++] = (struct upd){ NULL, arg, 0, fn };
+	hand_over(h);	/* at once: the caller goes on with other work */
+}
+
+void pg_ahash_update_copy(struct pg_ahash *h, struct sha1_ctx *ctx, const void *p, size_t len)
+{
+	struct chunk *c;
+
+	if (!h || !h->threaded || !len) {
+		pg_ahash_update(h, ctx, p, len);
+		return;
+	}
+	/* bounded: past ARENA_MAX the queue is drained and the arena emptied */
+	if (h->arena_bytes + len > ARENA_MAX && h->arena_bytes)
+		pg_ahash_wait(h);
+	c = h->arena;
+	if (!c || c->cap - c->used < len) {
+		size_t cap = len > CHUNK ? len : CHUNK;
+
+		c = malloc(sizeof(*c) + cap);
+		if (!c) {
+			/* no copy: hash it here, after what is queued */
+			pg_ahash_wait(h);
+			sha1_update(ctx, len, p);
+			return;
+		}
+		c->next = h->arena;
+		c->used = 0;
+		c->cap = cap;
+		h->arena = c;
+	}
+	memcpy(c->b + c->used, p, len);
+	pg_ahash_update(h, ctx, c->b + c->used, len);
+	c->used += len;
+	h->arena_bytes += len;
+	return;
+}
+
+void pg_ahash_free(struct pg_ahash *h)
+{
+	if (!h)
+		return;
+	if (h->threaded) {
+		pg_ahash_wait(h);
+		pthread_mutex_lock(&h->mu);
+		h->quit = true;
+		pthread_cond_signal(&h->work);
+		pthread_mutex_unlock(&h->mu);
+		pthread_join(h->th, NULL);
+		pthread_mutex_destroy(&h->mu);
+		pthread_cond_destroy(&h->work);
+		pthread_cond_destroy(&h->done);
+	}
+	arena_free(h);
+	free(h);
+}
