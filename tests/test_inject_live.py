@@ -26,11 +26,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import jitdump_gen as jg  # noqa: E402
 import perf_fixture as pf  # noqa: E402
+import perfdata_gen as pg  # noqa: E402
 
 LATE_JS = os.path.join(HERE, "fixtures", "perf", "late.js")
 TESTJIT = os.path.join(os.path.dirname(os.path.abspath(pf.PERFGRAFT)),
@@ -236,6 +239,80 @@ class LivePipeInlinejit(_Pipe, unittest.TestCase):
     def check_top(self, ref):
         top = max(ref.items(), key=lambda kv: kv[1])
         self.assertEqual(top[0], ("[jit]", "jit_outer"), ref)
+
+
+class LiveAnonMap(unittest.TestCase):
+    """A JIT maps a page executable before it writes the LOAD of the code
+    in it (testjit: one //anon map over two threads' pages, after the
+    dump's first LOAD).  File mode drops such a map; a live read must too,
+    or it hides the code mapped before it (LivePipeTestjit lost every
+    function's samples but the MOVEd one's when the map went out before
+    the dump was read).  Made here, step by step: the map goes through
+    while the dump has no LOAD yet, then the LOADs are written."""
+    PID = 6262
+    T0 = 1_000_000_000
+    P1, P2 = 0x7f0000200000, 0x7f0000201000
+
+    def setUp(self):
+        if not shutil.which(pf.PERF):
+            self.skipTest("perf not installed")
+        self.d = tempfile.mkdtemp(prefix="pg-live-anon-")
+        self.addCleanup(shutil.rmtree, self.d, True)
+
+    def records(self, b, part):
+        pid, t0 = self.PID, self.T0
+        dump = os.path.join(self.d, "jit-%d.dump" % pid)
+        b.comm(pid, pid, "jit", t0 - 3_000_000)
+        b.mmap2(pid, pid, 0x10000, 4096, 0, dump, t0 - 2_000_000, prot=5, role="marker")
+        b.mmap2(pid, pid, self.P1, 0x1000, self.P1, "//anon", t0 - 100_000, prot=5)
+        # both pages, after the first LOAD, before the second
+        b.mmap2(pid, pid, self.P1, 0x2000, self.P1, "//anon", t0 + 1_000_000, prot=5)
+        if part == 1:
+            return
+        b.sample(self.P1 + 8, pid, pid, t0 + 3_000_000)
+        b.sample(self.P2 + 8, pid, pid, t0 + 4_000_000)
+        b.finished_round()
+
+    def test_map_before_its_load_dropped_as_in_file_mode(self):
+        pid, t0 = self.PID, self.T0
+        jd = jg.JitdumpBuilder(pid=pid)
+        jd.load(b"jit_a", jg.x86_64_code(0x40, 1), self.P1, 1, timestamp=t0)
+        jd.load(b"jit_b", jg.x86_64_code(0x40, 2), self.P2, 2, timestamp=t0 + 2_000_000)
+        whole = jd.to_bytes()
+        hsize = int.from_bytes(whole[8:12], "little")
+        parts = []
+        for part in (1, 2):
+            b = pg.PerfDataBuilder(attrs=[pg.Attr(ids=[7])], pipe=True)
+            self.records(b, part)
+            parts.append(b.to_bytes())
+        self.assertEqual(parts[1][:len(parts[0])], parts[0])
+        dump = os.path.join(self.d, "jit-%d.dump" % pid)
+        with open(dump, "wb") as f:
+            f.write(whole[:hsize])
+        out = os.path.join(self.d, "live.data")
+        with open(out, "wb") as o:
+            p = subprocess.Popen([pf.PERFGRAFT, "inject", "-q", "-N", "-i", "-", "-o", "-"],
+                                 cwd=self.d, stdin=subprocess.PIPE, stdout=o,
+                                 stderr=subprocess.PIPE)
+            try:
+                p.stdin.write(parts[0])
+                p.stdin.flush()
+                time.sleep(0.5)     # the map read, the dump (a header) read
+                with open(dump, "ab") as f:
+                    f.write(whole[hsize:])
+                time.sleep(0.1)
+                p.stdin.write(parts[1][len(parts[0]):])
+                p.stdin.close()
+                err = p.stderr.read().decode("utf-8", "replace")
+            finally:
+                p.wait(timeout=pf.TIMEOUT)
+        self.assertEqual(p.returncode, 0, err)
+        r = subprocess.run([pf.PERF, "--buildid-dir", os.path.join(self.d, "debug"), "script",
+                            "-i", out, "-F", "ip,sym", "--hide-call-graph"], cwd=self.d,
+                           capture_output=True, text=True, timeout=pf.TIMEOUT)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        got = [ln.split()[1] for ln in r.stdout.splitlines() if len(ln.split()) > 1]
+        self.assertEqual(got, ["jit_a", "jit_b"], r.stdout + err)
 
 
 if __name__ == "__main__":

@@ -841,19 +841,35 @@ static int live_exit(struct inj *j, uint32_t pid)
 	return ret;
 }
 
+static bool anon_exec(const struct pg_pd_mmap *mm);
+
 /* Must this record wait for a live dump to be read past its time?
- * Only samples wait (they are what the images name); what comes after
- * a waiting one waits behind it, so the order stays. */
+ * Samples wait (they are what the images name), and so do a JIT's
+ * executable anonymous maps: output() drops those made after the dump's
+ * first LOAD, as in file mode, and only a dump read past the map tells
+ * (a JIT maps each page before it writes the LOAD of the code in it).
+ * What comes after a waiting record waits behind it, so the order
+ * stays. */
 static int waits(struct inj *j, const struct pg_pd_rec *r, bool *w)
 {
+	struct pg_pd_mmap mm;
+	uint32_t pid;
+
 	*w = false;
-	if (!j->nlives || r->type != PG_PERF_RECORD_SAMPLE || !r->has_time || !r->has_tid)
+	if (!j->nlives || !r->has_time)
+		return 0;
+	if (r->type == PG_PERF_RECORD_SAMPLE && r->has_tid)
+		pid = r->pid;
+	else if ((r->type == PG_PERF_RECORD_MMAP || r->type == PG_PERF_RECORD_MMAP2) &&
+		 !pg_perfdata_mmap(j->pd, r, &mm) && anon_exec(&mm))
+		pid = mm.pid;
+	else
 		return 0;
 	for (size_t i = 0; i < j->nlives; i++) {
 		struct live *lv = &j->lives[i];
 		int ret;
 
-		if (lv->ended || (lv->pid != r->pid && lv->mmap_pid != r->pid) ||
+		if (lv->ended || (lv->pid != pid && lv->mmap_pid != pid) ||
 		    lv->readable >= r->time)
 			continue;
 		if ((ret = poll_live(j, lv, false)))
