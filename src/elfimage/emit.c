@@ -82,6 +82,7 @@ int pg_emit_add_func(pg_elfset *set, struct img *im, const struct pg_code_event 
 	sha1_update(&im->sha, sizeof(meta), (const uint8_t *)meta);
 	sha1_update(&im->sha, nlen + 1, (const uint8_t *)ld->name);
 	sha1_update(&im->sha, ld->size, ld->code);
+	pg_inputs_touched(ld->size);
 	ret = pg_dwarf_add_func(&im->dw, ld->name, off, ld->size, ld->lines, ld->nlines,
 				ld->inlines, ld->ninlines, &inl);
 	if (ret || im->strtab.oom)
@@ -369,19 +370,16 @@ static bool emit_sections(const struct img *im, const struct layout *lo,
 	if (!scn || !add_data(scn, note, 12, 0, ELF_T_NHDR) ||
 	    !add_data(scn, note + 12, NOTE_SIZE - 12, 12, ELF_T_BYTE))
 		return false;
-	/* memory layout: .text runs up to the tables and has no data here:
-	 * libelf would fill its holes with zeros, pg_emit_code() writes only
-	 * the code and leaves the holes sparse */
+	/* .text has no data here (memory layout: it runs up to the tables):
+	 * pg_emit_code() writes the code from the dump, a window at a time,
+	 * and leaves the holes between functions sparse (zeros, as libelf
+	 * would write them) */
 	scn = add_scn(elf, SEC_TEXT, SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, im->text_off,
 		      im->text_off, (im->memory ? lo->eh_off : im->text_end) - im->text_off,
 		      im->memory ? (im->text_off % FUNC_ALIGN ? 1 : FUNC_ALIGN) : TEXT_ALIGN,
 		      lo->shname);
 	if (!scn)
 		return false;
-	for (size_t i = 0; i < im->nfuncs && !im->memory; i++)
-		if (!add_data(scn, im->funcs[i].code, im->funcs[i].size,
-			      im->funcs[i].off - im->text_off, ELF_T_BYTE))
-			return false;
 	return emit_plain(elf, SEC_EH_FRAME, SHT_PROGBITS, SHF_ALLOC, lo->eh_off, lo->eh_off,
 			  lo->ehp, lo->eh_size, lo->eh_off % 8 ? 1 : 8, lo) &&
 	       emit_plain(elf, SEC_EH_FRAME_HDR, SHT_PROGBITS, SHF_ALLOC, lo->hdr_off, lo->hdr_off,
@@ -450,7 +448,7 @@ int pg_emit_elf(pg_elfset *set, struct img *im, const struct layout *lo, int fd)
 	return ret;
 }
 
-/* Memory layout: the code, and each function's tables where the process
+/* The code, and (memory layout) each function's tables where the process
  * had them after it, at their offsets; what lies between stays a hole. */
 int pg_emit_code(pg_elfset *set, const struct img *im, int fd)
 {
@@ -460,6 +458,7 @@ int pg_emit_code(pg_elfset *set, const struct img *im, int fd)
 
 		if (pg_pwrite_all(fd, f->code, f->size, f->off) < 0)
 			goto fail;
+		pg_inputs_touched(f->size + (u ? u->mapped_size : 0));
 		if (u) {
 			uint64_t at = f->off + pg_align(f->size, 8), n = u->eh_frame_size;
 

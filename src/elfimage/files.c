@@ -175,7 +175,7 @@ static int write_file(pg_elfset *set, struct img *im, const struct layout *lo)
 		return pg_err(set->diag, -EEXIST, "%s/%s: not a regular file", set->dir, flat);
 	}
 	ret = pg_emit_elf(set, im, lo, of.fd);
-	if (!ret && im->memory)
+	if (!ret)
 		ret = pg_emit_code(set, im, of.fd);
 	if (ret) {
 		pg_outfile_abort(&of);

@@ -249,6 +249,34 @@ int pg_elfset_add(pg_elfset *set, const struct pg_code_event *ld, struct pg_elf_
 	return pg_elfset_add_since(set, ld, ld->time, out);
 }
 
+/* What the memory layout kept for its plan: the images are written, so
+ * only the maps and the images' names stay (the rows were most of a
+ * dump's memory). */
+static void free_plan(pg_elfset *set)
+{
+	for (size_t i = 0; i < set->nrecs; i++)
+		free(set->recs[i].inl);
+	free(set->recs);
+	pg_buf_free(&set->rows);
+	free(set->unpacked);
+	free(set->scratch);
+	set->unpacked = NULL;
+	set->scratch = NULL;
+	set->unpacked_cap = set->scratch_cap = 0;
+	free(set->places);
+	free(set->byaddr);
+	free(set->addrs);
+	free(set->maxend);
+	free(set->spans);
+	set->recs = NULL;
+	set->places = NULL;
+	set->byaddr = NULL;
+	set->addrs = set->maxend = set->spans = NULL;
+	set->nrecs = set->recs_cap = set->nplaces = set->places_cap = 0;
+	set->nbyaddr = set->nspans = 0;
+	pg_u64map_free(&set->ids);
+}
+
 int pg_elfset_finish(pg_elfset *set)
 {
 	int ret = pg_files_close_pack(set);
@@ -258,6 +286,7 @@ int pg_elfset_finish(pg_elfset *set)
 		ret = pg_plan_memory(set);
 		if (ret == 1)
 			ret = pg_plan_fallback(set);
+		free_plan(set);
 	}
 	return ret;
 }
@@ -295,17 +324,7 @@ void pg_elfset_free(pg_elfset *set)
 	pg_elfset_keep(set);
 	free(set->pend);
 	pg_files_free_image(set->pack);
-	for (size_t i = 0; i < set->nrecs; i++) {
-		free(set->recs[i].lines);
-		free(set->recs[i].inl);
-	}
-	free(set->recs);
-	free(set->places);
-	free(set->byaddr);
-	free(set->addrs);
-	free(set->maxend);
-	free(set->spans);
-	pg_u64map_free(&set->ids);
+	free_plan(set);
 	free(set->maps);
 	free(set->loaded);
 	for (size_t i = 0; i < set->nimages; i++)

@@ -388,27 +388,32 @@ static int add_image(struct inj *j, const struct pg_elf_image *ei)
 }
 
 /* The MMAP2 records of a dump's images, from the set's maps, with times
- * on perf's clock. */
+ * on perf's clock: staged in the heap's spare room, past its n events
+ * (*nevs of them), and pushed by push_staged() once the images are in.
+ * Staged there rather than in an array of their own: at a dump's end the
+ * two would be one more copy of every map. */
 static int queue_maps(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool arch,
-		      struct event **evs, size_t *nevs)
+		      size_t *nevs)
 {
 	const struct pg_pd_time_conv *tc = pg_perfdata_time_conv(j->pd);
-	size_t n, cap = 0;
+	size_t n;
 	const struct pg_elf_map *m = pg_elfset_maps(set, &n);
+	struct event *evs;
 
-	*evs = NULL;
 	*nevs = 0;
-	if (n && !pg_grow((void **)evs, &cap, n, sizeof(**evs)))
+	if (n && (n > SIZE_MAX - j->nheap ||
+		  !pg_grow((void **)&j->heap, &j->heap_cap, j->nheap + n, sizeof(*j->heap))))
 		return pg_err(j->diag, -ENOMEM, "out of memory");
+	evs = j->heap + j->nheap;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t t = arch ? tsc_to_perf(tc, m[i].time) : m[i].time;
 		uint64_t lt = pg_elfset_map_loaded(set, i);
 
 		lt = arch ? tsc_to_perf(tc, lt) : lt;
-		(*evs)[i] = (struct event){ .time = t, .loaded = lt < t ? t : lt,
-					    .start = m[i].start, .len = m[i].len,
-					    .pgoff = m[i].pgoff, .pid = m[i].pid, .tid = m[i].tid,
-					    .img = m[i].image };
+		evs[i] = (struct event){ .time = t, .loaded = lt < t ? t : lt,
+					 .start = m[i].start, .len = m[i].len,
+					 .pgoff = m[i].pgoff, .pid = m[i].pid, .tid = m[i].tid,
+					 .img = m[i].image };
 		if (m[i].kind == PG_ELF_MAP_LOAD && t < pi->first_load)
 			pi->first_load = t;
 		if (t < lt) {	/* it starts before its LOAD */
@@ -417,11 +422,8 @@ static int queue_maps(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool ar
 			struct pidinfo *ep = m[i].pid == dpid ? pi : pidinfo(j, m[i].pid);
 
 			pi = pidinfo(j, dpid);
-			if (!ep || !pi) {
-				free(*evs);
-				*evs = NULL;
+			if (!ep || !pi)
 				return pg_err(j->diag, -ENOMEM, "out of memory");
-			}
 			j->st->early++;
 			if (ep->early_lo >= ep->early_hi || m[i].start < ep->early_lo)
 				ep->early_lo = m[i].start;
@@ -434,13 +436,24 @@ static int queue_maps(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool ar
 	return 0;
 }
 
+/* Pushes the n events queue_maps() staged, their images from base_img on:
+ * each is taken from the slot the push is about to fill, in order. */
+static void push_staged(struct inj *j, size_t n, uint32_t base_img)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct event e = j->heap[j->nheap];
+
+		e.img += base_img;
+		(void)heap_push(j, &e);	/* the room is there: no failure */
+	}
+}
+
 /* Writes a dump's images and queues its MMAP2 records.  The set is j's
  * from here on, whatever happens (a failed run discards j's sets). */
 static int finish_dump(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool arch,
 		       struct pg_diag *dd)
 {
 	uint32_t base_img = (uint32_t)j->nimgs;
-	struct event *evs = NULL;
 	size_t nevs = 0;
 	int ret;
 
@@ -454,16 +467,13 @@ static int finish_dump(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool a
 	j->sets[j->nsets++] = set;
 	ret = pg_elfset_finish(set);
 	if (!ret)
-		ret = queue_maps(j, set, pi, arch, &evs, &nevs);
+		ret = queue_maps(j, set, pi, arch, &nevs);
 	for (size_t i = 0; !ret && i < pg_elfset_count(set); i++)
 		ret = add_image(j, pg_elfset_image(set, i));
-	for (size_t i = 0; !ret && i < nevs; i++) {
-		evs[i].img += base_img;
-		ret = heap_push(j, &evs[i]);
-	}
-	free(evs);
-	if (!ret)
+	if (!ret) {
+		push_staged(j, nevs, base_img);
 		j->st->dumps++;
+	}
 	return ret;
 }
 
