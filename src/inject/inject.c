@@ -32,7 +32,7 @@
 #define HOST_PID (-1)
 
 struct event {			/* an MMAP2 to inject */
-	uint64_t time, seq;
+	uint64_t time;		/* queued: its key's */
 	uint64_t loaded;	/* its LOAD's time, when time is its since */
 	uint64_t start, len, pgoff;
 	uint32_t pid, tid;
@@ -68,9 +68,13 @@ struct inj {
 	bool user_stacks;	/* some attr samples user stacks (DWARF call graphs) */
 	bool attrs_checked;
 	bool explicit_done;
-	struct event *heap;
+	struct hkey *heap;	/* the queue (below) */
 	size_t nheap, heap_cap;
 	uint64_t seq;
+	struct event *evs;	/* by slot */
+	size_t nslots, evs_cap;
+	uint32_t *freeslots;
+	size_t nfree, free_cap;
 	struct image *imgs;
 	size_t nimgs, imgs_cap;
 	struct pidinfo *pids;
@@ -157,57 +161,105 @@ struct deferred {
 	bool is_64bit;
 };
 
-/* ---- the event heap, ordered by (time, seq) ---- */
+/* ---- the event queue, ordered by (time, seq) ----
+ * A 4-ary heap of 16-byte keys (the time; the seq above an event's slot
+ * in evs): four children are one cache line, where a binary heap of the
+ * 64-byte events missed the cache at every level of a pop (MOVE-heavy
+ * dumps queue hundreds of thousands of MMAP2s at once). */
 
-static bool ev_less(const struct event *a, const struct event *b)
+struct hkey {
+	uint64_t time;
+	uint64_t ord;		/* seq << 32 | slot */
+};
+
+#define SLOT_OF(k) ((uint32_t)((k).ord & 0xffffffffu))
+
+static bool key_less(const struct hkey *a, const struct hkey *b)
 {
-	return a->time < b->time || (a->time == b->time && a->seq < b->seq);
+	return a->time < b->time || (a->time == b->time && a->ord < b->ord);
+}
+
+static void sift_up(struct inj *j, size_t i, struct hkey k)
+{
+	while (i) {
+		size_t p = (i - 1) / 4;
+
+		if (!key_less(&k, &j->heap[p]))
+			break;
+		j->heap[i] = j->heap[p];
+		i = p;
+	}
+	j->heap[i] = k;
+}
+
+/* Moves the key at i down to its place. */
+static void sift_down(struct inj *j, size_t i)
+{
+	struct hkey k = j->heap[i];
+
+	for (;;) {
+		size_t c = 4 * i + 1, best = c, end = c + 4 < j->nheap ? c + 4 : j->nheap;
+
+		if (c >= j->nheap)
+			break;
+		for (size_t d = c + 1; d < end; d++)
+			if (key_less(&j->heap[d], &j->heap[best]))
+				best = d;
+		if (!key_less(&j->heap[best], &k))
+			break;
+		j->heap[i] = j->heap[best];
+		i = best;
+	}
+	j->heap[i] = k;
+}
+
+/* Room for n more events and keys (queue_maps stages events at
+ * evs[nslots...] before they are pushed). */
+static int queue_room(struct inj *j, size_t n)
+{
+	if (n > SIZE_MAX - j->nslots || n > SIZE_MAX - j->nheap ||
+	    j->nslots + n > UINT32_MAX ||
+	    !pg_grow((void **)&j->evs, &j->evs_cap, j->nslots + n, sizeof(*j->evs)) ||
+	    !pg_grow((void **)&j->heap, &j->heap_cap, j->nheap + n, sizeof(*j->heap)))
+		return pg_err(j->diag, -ENOMEM, "out of memory");
+	return 0;
+}
+
+/* Queues the event in slot (filled), with the next seq. */
+static int queue_slot(struct inj *j, uint32_t slot)
+{
+	if (j->seq > UINT32_MAX)
+		return pg_err(j->diag, -ENOMEM, "more than 4 billion MMAP2 records to inject");
+	sift_up(j, j->nheap++, (struct hkey){ .time = j->evs[slot].time,
+					      .ord = j->seq++ << 32 | slot });
+	return 0;
 }
 
 static int heap_push(struct inj *j, struct event *e)
 {
-	size_t i;
+	uint32_t slot;
+	int ret = queue_room(j, 1);
 
-	if (!pg_grow((void **)&j->heap, &j->heap_cap, j->nheap + 1, sizeof(*j->heap)))
-		return pg_err(j->diag, -ENOMEM, "out of memory");
-	e->seq = j->seq++;
-	i = j->nheap++;
-	while (i && ev_less(e, &j->heap[(i - 1) / 2])) {
-		j->heap[i] = j->heap[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	j->heap[i] = *e;
-	return 0;
-}
-
-/* Moves the event at i down to its place. */
-static void sift_down(struct inj *j, size_t i)
-{
-	struct event e = j->heap[i];
-
-	for (;;) {
-		size_t c = 2 * i + 1;
-
-		if (c >= j->nheap)
-			break;
-		if (c + 1 < j->nheap && ev_less(&j->heap[c + 1], &j->heap[c]))
-			c++;
-		if (!ev_less(&j->heap[c], &e))
-			break;
-		j->heap[i] = j->heap[c];
-		i = c;
-	}
-	j->heap[i] = e;
+	if (ret)
+		return ret;
+	slot = j->nfree ? j->freeslots[--j->nfree] : (uint32_t)j->nslots++;
+	j->evs[slot] = *e;
+	return queue_slot(j, slot);
 }
 
 static struct event heap_pop(struct inj *j)
 {
-	struct event top = j->heap[0];
+	struct hkey top = j->heap[0];
+	struct event e = j->evs[SLOT_OF(top)];
 
 	j->heap[0] = j->heap[--j->nheap];
 	if (j->nheap)
 		sift_down(j, 0);
-	return top;
+	e.time = top.time;
+	/* a slot not listed (no memory for the list) is only not reused */
+	if (pg_grow((void **)&j->freeslots, &j->free_cap, j->nfree + 1, sizeof(*j->freeslots)))
+		j->freeslots[j->nfree++] = SLOT_OF(top);
+	return e;
 }
 
 /* Gives a set's images their final names for good.  Once there, an
@@ -388,10 +440,10 @@ static int add_image(struct inj *j, const struct pg_elf_image *ei)
 }
 
 /* The MMAP2 records of a dump's images, from the set's maps, with times
- * on perf's clock: staged in the heap's spare room, past its n events
- * (*nevs of them), and pushed by push_staged() once the images are in.
- * Staged there rather than in an array of their own: at a dump's end the
- * two would be one more copy of every map. */
+ * on perf's clock: staged in the queue's spare slots (*nevs of them), and
+ * pushed by push_staged() once the images are in.  Staged there rather
+ * than in an array of their own: at a dump's end the two would be one
+ * more copy of every map. */
 static int queue_maps(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool arch,
 		      size_t *nevs)
 {
@@ -399,12 +451,12 @@ static int queue_maps(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool ar
 	size_t n;
 	const struct pg_elf_map *m = pg_elfset_maps(set, &n);
 	struct event *evs;
+	int ret = queue_room(j, n);
 
 	*nevs = 0;
-	if (n && (n > SIZE_MAX - j->nheap ||
-		  !pg_grow((void **)&j->heap, &j->heap_cap, j->nheap + n, sizeof(*j->heap))))
-		return pg_err(j->diag, -ENOMEM, "out of memory");
-	evs = j->heap + j->nheap;
+	if (ret)
+		return ret;
+	evs = j->evs + j->nslots;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t t = arch ? tsc_to_perf(tc, m[i].time) : m[i].time;
 		uint64_t lt = pg_elfset_map_loaded(set, i);
@@ -438,14 +490,17 @@ static int queue_maps(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool ar
 
 /* Pushes the n events queue_maps() staged, their images from base_img on:
  * each is taken from the slot the push is about to fill, in order. */
-static void push_staged(struct inj *j, size_t n, uint32_t base_img)
+static int push_staged(struct inj *j, size_t n, uint32_t base_img)
 {
-	for (size_t i = 0; i < n; i++) {
-		struct event e = j->heap[j->nheap];
+	int ret = 0;
 
-		e.img += base_img;
-		(void)heap_push(j, &e);	/* the room is there: no failure */
+	for (size_t i = 0; i < n && !ret; i++) {
+		uint32_t slot = (uint32_t)j->nslots++;
+
+		j->evs[slot].img += base_img;
+		ret = queue_slot(j, slot);	/* the room is there */
 	}
+	return ret;
 }
 
 /* Writes a dump's images and queues its MMAP2 records.  The set is j's
@@ -470,10 +525,10 @@ static int finish_dump(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool a
 		ret = queue_maps(j, set, pi, arch, &nevs);
 	for (size_t i = 0; !ret && i < pg_elfset_count(set); i++)
 		ret = add_image(j, pg_elfset_image(set, i));
-	if (!ret) {
-		push_staged(j, nevs, base_img);
+	if (!ret)
+		ret = push_staged(j, nevs, base_img);
+	if (!ret)
 		j->st->dumps++;
-	}
 	return ret;
 }
 
@@ -1040,10 +1095,11 @@ static int cancel_early(struct inj *j, uint32_t pid, uint64_t start, uint64_t le
 		pi->early_lo = pi->early_hi = 0;	/* none left after this */
 	}
 	for (size_t i = 0; i < j->nheap && !anon; i++) {
-		struct event *e = &j->heap[i];
+		struct hkey *k = &j->heap[i];
+		const struct event *e = &j->evs[SLOT_OF(*k)];
 
-		if (e->pid == pid && e->time < e->loaded && overlaps(e->start, e->len, start, len)) {
-			e->time = e->loaded;
+		if (e->pid == pid && k->time < e->loaded && overlaps(e->start, e->len, start, len)) {
+			k->time = e->loaded;
 			moved = true;
 		}
 	}
@@ -1480,6 +1536,8 @@ out:
 	free(j.words);
 	free(j.imgs);
 	free(j.heap);
+	free(j.evs);
+	free(j.freeslots);
 	free(j.pids);
 	for (size_t i = 0; i < j.seen.n; i++)
 		free((char *)j.seen.keys[i]);
