@@ -31,12 +31,8 @@
 #define MAP_PRIVATE_FLAG 2
 #define HOST_PID (-1)
 
-struct event {			/* an MMAP2 to inject */
-	uint64_t time;		/* queued: its key's */
-	uint64_t loaded;	/* its LOAD's time, when time is its since */
-	uint64_t start, len, pgoff;
-	uint32_t pid, tid;
-	uint32_t img;		/* index into inj->imgs */
+struct event {			/* an MMAP2 to inject: a set's map (its time the key's) */
+	uint32_t set, map;	/* index into inj->sets, into its maps */
 };
 
 struct image {			/* a written image, as MMAP2 records name it */
@@ -225,17 +221,19 @@ static int queue_room(struct inj *j, size_t n)
 	return 0;
 }
 
-/* Queues the event in slot (filled), with the next seq. */
+/* Queues the event in slot (filled), its time in the key past the last
+ * (heap[nheap].time), with the next seq. */
 static int queue_slot(struct inj *j, uint32_t slot)
 {
 	if (j->seq > UINT32_MAX)
 		return pg_err(j->diag, -ENOMEM, "more than 4 billion MMAP2 records to inject");
-	sift_up(j, j->nheap++, (struct hkey){ .time = j->evs[slot].time,
-					      .ord = j->seq++ << 32 | slot });
+	sift_up(j, j->nheap, (struct hkey){ .time = j->heap[j->nheap].time,
+					    .ord = j->seq++ << 32 | slot });
+	j->nheap++;
 	return 0;
 }
 
-static int heap_push(struct inj *j, struct event *e)
+static int heap_push(struct inj *j, uint32_t set, uint32_t map, uint64_t time)
 {
 	uint32_t slot;
 	int ret = queue_room(j, 1);
@@ -243,11 +241,12 @@ static int heap_push(struct inj *j, struct event *e)
 	if (ret)
 		return ret;
 	slot = j->nfree ? j->freeslots[--j->nfree] : (uint32_t)j->nslots++;
-	j->evs[slot] = *e;
+	j->evs[slot] = (struct event){ .set = set, .map = map };
+	j->heap[j->nheap].time = time;
 	return queue_slot(j, slot);
 }
 
-static struct event heap_pop(struct inj *j)
+static struct event heap_pop(struct inj *j, uint64_t *time)
 {
 	struct hkey top = j->heap[0];
 	struct event e = j->evs[SLOT_OF(top)];
@@ -255,7 +254,7 @@ static struct event heap_pop(struct inj *j)
 	j->heap[0] = j->heap[--j->nheap];
 	if (j->nheap)
 		sift_down(j, 0);
-	e.time = top.time;
+	*time = top.time;
 	/* a slot not listed (no memory for the list) is only not reused */
 	if (pg_grow((void **)&j->freeslots, &j->free_cap, j->nfree + 1, sizeof(*j->freeslots)))
 		j->freeslots[j->nfree++] = SLOT_OF(top);
@@ -326,9 +325,11 @@ static void cache_images(struct inj *j)
 	free(dir);
 }
 
-static int emit(struct inj *j, const struct event *e)
+static int emit(struct inj *j, const struct event *e, uint64_t time)
 {
-	const struct image *im = &j->imgs[e->img];
+	size_t n;
+	const struct pg_elf_map *mp = &pg_elfset_maps(j->sets[e->set], &n)[e->map];
+	const struct image *im = &j->imgs[j->setinfo[e->set].base_img + mp->image];
 
 	/* a pipe's reader may open an image as soon as its MMAP2 arrives:
 	 * the images read so far get their names before the first one goes
@@ -343,11 +344,11 @@ static int emit(struct inj *j, const struct event *e)
 			return ret;
 	}
 	struct pg_pdw_mmap2 m = {
-		.pid = e->pid, .tid = e->tid,
-		.start = e->start, .len = e->len, .pgoff = e->pgoff,
+		.pid = mp->pid, .tid = mp->tid,
+		.start = mp->start, .len = mp->len, .pgoff = mp->pgoff,
 		.maj = im->maj, .min = im->min, .ino = im->ino, .ino_generation = 0,
 		.prot = PROT_RX, .flags = MAP_PRIVATE_FLAG,
-		.filename = im->path, .time = e->time, .id = j->mmap_id,
+		.filename = im->path, .time = time, .id = j->mmap_id,
 	};
 
 	j->st->mmaps_injected++;
@@ -359,8 +360,9 @@ static int emit(struct inj *j, const struct event *e)
 static int flush_until(struct inj *j, uint64_t t)
 {
 	while (j->nheap && j->heap[0].time <= t) {
-		struct event e = heap_pop(j);
-		int ret = emit(j, &e);
+		uint64_t time;
+		struct event e = heap_pop(j, &time);
+		int ret = emit(j, &e, time);
 
 		if (ret)
 			return ret;
@@ -439,33 +441,41 @@ static int add_image(struct inj *j, const struct pg_elf_image *ei)
 	return pg_pdw_build_id(j->w, HOST_PID, PG_PERF_RECORD_MISC_USER, ei->build_id, 20, abs);
 }
 
-/* The MMAP2 records of a dump's images, from the set's maps, with times
- * on perf's clock: staged in the queue's spare slots (*nevs of them), and
- * pushed by push_staged() once the images are in.  Staged there rather
- * than in an array of their own: at a dump's end the two would be one
- * more copy of every map. */
-static int queue_maps(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool arch,
-		      size_t *nevs)
+/* Map i of set s on perf's clock: when it starts, and when its LOAD was
+ * (not before it starts). */
+static void map_times(const struct inj *j, size_t s, size_t i, uint64_t *t, uint64_t *loaded)
 {
 	const struct pg_pd_time_conv *tc = pg_perfdata_time_conv(j->pd);
+	bool arch = j->setinfo[s].arch;
 	size_t n;
-	const struct pg_elf_map *m = pg_elfset_maps(set, &n);
-	struct event *evs;
+	uint64_t mt = pg_elfset_maps(j->sets[s], &n)[i].time;
+	uint64_t lt = pg_elfset_map_loaded(j->sets[s], i);
+
+	*t = arch ? tsc_to_perf(tc, mt) : mt;
+	lt = arch ? tsc_to_perf(tc, lt) : lt;
+	*loaded = lt < *t ? *t : lt;
+}
+
+/* The MMAP2 records of the last set's images, one per map: their times
+ * staged in the queue's spare keys (*nevs of them), pushed by
+ * push_staged() once the images are in.  An event is the map's index, not
+ * a copy of it: at a dump's end that copy was one more of every map. */
+static int queue_maps(struct inj *j, struct pidinfo *pi, size_t *nevs)
+{
+	size_t n, s = j->nsets - 1;
+	const struct pg_elf_map *m = pg_elfset_maps(j->sets[s], &n);
 	int ret = queue_room(j, n);
 
 	*nevs = 0;
 	if (ret)
 		return ret;
-	evs = j->evs + j->nslots;
+	if (n > UINT32_MAX || s > UINT32_MAX)
+		return pg_err(j->diag, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++) {
-		uint64_t t = arch ? tsc_to_perf(tc, m[i].time) : m[i].time;
-		uint64_t lt = pg_elfset_map_loaded(set, i);
+		uint64_t t, lt;
 
-		lt = arch ? tsc_to_perf(tc, lt) : lt;
-		evs[i] = (struct event){ .time = t, .loaded = lt < t ? t : lt,
-					 .start = m[i].start, .len = m[i].len,
-					 .pgoff = m[i].pgoff, .pid = m[i].pid, .tid = m[i].tid,
-					 .img = m[i].image };
+		map_times(j, s, i, &t, &lt);
+		j->heap[j->nheap + i].time = t;
 		if (m[i].kind == PG_ELF_MAP_LOAD && t < pi->first_load)
 			pi->first_load = t;
 		if (t < lt) {	/* it starts before its LOAD */
@@ -488,16 +498,16 @@ static int queue_maps(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool ar
 	return 0;
 }
 
-/* Pushes the n events queue_maps() staged, their images from base_img on:
- * each is taken from the slot the push is about to fill, in order. */
-static int push_staged(struct inj *j, size_t n, uint32_t base_img)
+/* Pushes the n events queue_maps() staged for the last set: each key's
+ * time is where the push takes it from. */
+static int push_staged(struct inj *j, size_t n)
 {
 	int ret = 0;
 
 	for (size_t i = 0; i < n && !ret; i++) {
 		uint32_t slot = (uint32_t)j->nslots++;
 
-		j->evs[slot].img += base_img;
+		j->evs[slot] = (struct event){ .set = (uint32_t)(j->nsets - 1), .map = (uint32_t)i };
 		ret = queue_slot(j, slot);	/* the room is there */
 	}
 	return ret;
@@ -522,11 +532,11 @@ static int finish_dump(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool a
 	j->sets[j->nsets++] = set;
 	ret = pg_elfset_finish(set);
 	if (!ret)
-		ret = queue_maps(j, set, pi, arch, &nevs);
+		ret = queue_maps(j, pi, &nevs);
 	for (size_t i = 0; !ret && i < pg_elfset_count(set); i++)
 		ret = add_image(j, pg_elfset_image(set, i));
 	if (!ret)
-		ret = push_staged(j, nevs, base_img);
+		ret = push_staged(j, nevs);
 	if (!ret)
 		j->st->dumps++;
 	return ret;
@@ -1079,7 +1089,6 @@ static int cancel_early(struct inj *j, uint32_t pid, uint64_t start, uint64_t le
 			bool anon)
 {
 	struct pidinfo *pi = NULL;
-	const struct pg_pd_time_conv *tc = pg_perfdata_time_conv(j->pd);
 	bool moved = false;
 
 	for (size_t k = 0; k < j->npids; k++)
@@ -1097,9 +1106,15 @@ static int cancel_early(struct inj *j, uint32_t pid, uint64_t start, uint64_t le
 	for (size_t i = 0; i < j->nheap && !anon; i++) {
 		struct hkey *k = &j->heap[i];
 		const struct event *e = &j->evs[SLOT_OF(*k)];
+		size_t n;
+		const struct pg_elf_map *m = &pg_elfset_maps(j->sets[e->set], &n)[e->map];
+		uint64_t t, lt;
 
-		if (e->pid == pid && k->time < e->loaded && overlaps(e->start, e->len, start, len)) {
-			k->time = e->loaded;
+		if (m->pid != pid || !overlaps(m->start, m->len, start, len))
+			continue;
+		map_times(j, e->set, e->map, &t, &lt);
+		if (k->time < lt) {
+			k->time = lt;
 			moved = true;
 		}
 	}
@@ -1108,22 +1123,17 @@ static int cancel_early(struct inj *j, uint32_t pid, uint64_t start, uint64_t le
 	for (size_t s = 0; s < j->nsets; s++) {
 		size_t n;
 		const struct pg_elf_map *m = pg_elfset_maps(j->sets[s], &n);
-		bool arch = j->setinfo[s].arch;
 
 		for (size_t i = 0; i < n; i++) {
-			uint64_t et = arch ? tsc_to_perf(tc, m[i].time) : m[i].time;
-			uint64_t lt = pg_elfset_map_loaded(j->sets[s], i);
-			struct event e;
+			uint64_t et, lt;
 			int ret;
 
-			lt = arch ? tsc_to_perf(tc, lt) : lt;
-			if (m[i].pid != pid || !(et <= t && t < lt) ||
-			    !overlaps(m[i].start, m[i].len, start, len))
+			if (m[i].pid != pid || !overlaps(m[i].start, m[i].len, start, len))
 				continue;
-			e = (struct event){ .time = anon ? t : lt, .loaded = lt, .start = m[i].start,
-					    .len = m[i].len, .pgoff = m[i].pgoff, .pid = m[i].pid,
-					    .tid = m[i].tid, .img = j->setinfo[s].base_img + m[i].image };
-			if ((ret = heap_push(j, &e)))
+			map_times(j, s, i, &et, &lt);
+			if (!(et <= t && t < lt))
+				continue;
+			if ((ret = heap_push(j, (uint32_t)s, (uint32_t)i, anon ? t : lt)))
 				return ret;
 		}
 	}
