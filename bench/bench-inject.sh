@@ -28,8 +28,11 @@
 # them; and whether perf report --sort dso,sym gives the same rows (JIT
 # images' names counted as one) from the three.
 # Then the MOVE-heavy case: synthesized dumps of 20,000 and 160,000
-# LOAD+MOVE pairs (move-heavy.py), both tools' times, and perfgraft's
-# 160k/20k time ratio (8 when linear in the pairs).
+# LOAD+MOVE pairs (move-heavy.py), both tools' times and perfgraft's RSS,
+# and perfgraft's 160k/20k time ratio (8 when linear in the pairs).
+# CASES=scale: peak RSS against the dump, the node workload at 1x and 4x
+# (SCALES) its size, perfgraft inject in every layout; target: at most
+# 0.5x the dump + 50 MB (the code is written from the dump, not copied).
 #
 # usage: bench/bench-inject.sh [BUILD_DIR]
 #
@@ -39,7 +42,10 @@
 # wins; GEN_ARGS (default "20000 2 16") arguments for gen-big-node.js;
 # NODE (default node); PERF (default perf); CASES (default "node move"):
 # the cases to run (pipe: live pipe mode, below; dwarf: the node workload recorded with --call-graph
-# dwarf, where inject carries live code into newer generations); MOVE_PAIRS (default "20000 160000") the MOVE-heavy
+# dwarf, where inject carries live code into newer generations; scale: RSS
+# against the dump, below); SCALES (default "1 4") its sizes, COUNT of
+# GEN_ARGS times each; PF_SCALES (default "1") those per-function runs at
+# (4x writes 250,000 files); MOVE_PAIRS (default "20000 160000") the MOVE-heavy
 # sizes; MOVE_PERF_TIMEOUT (default 600) seconds perf inject may take on
 # one MOVE-heavy dump before it is stopped and reported as timed out.
 #
@@ -57,7 +63,9 @@ runs=${RUNS:-1}
 node=${NODE:-node}
 perf=${PERF:-perf}
 gen_args=${GEN_ARGS:-20000 2 16}
-cases=${CASES:-node dwarf move}
+cases=${CASES:-node dwarf move scale}
+scales=${SCALES:-1 4}
+pf_scales=${PF_SCALES:-1}
 move_pairs=${MOVE_PAIRS:-20000 160000}
 move_timeout=${MOVE_PERF_TIMEOUT:-600}
 
@@ -67,6 +75,8 @@ target_images=10	# perfgraft image files, at most
 target_bytes=1.2	# perfgraft bytes written / dump bytes, at most; memory
 			# layout: image bytes written and allocated / code bytes
 target_mem_time=1.05	# memory layout wall / packed wall, at most (5% noise)
+target_rss_factor=0.5	# peak RSS / dump bytes, at most, plus:
+target_rss_slack=50	# MB
 
 die() { echo "bench-inject: $*" >&2; exit 2; }
 fail() { echo "bench-inject: FAILED: $*" >&2; exit 1; }
@@ -78,10 +88,13 @@ pg=$(cd "$(dirname "$pg")" && pwd)/$(basename "$pg")
 command -v "$perf" >/dev/null || die "no $perf (Debian: apt-get install linux-perf)"
 want() { [[ " $cases " == *" $1 "* ]]; }
 for c in $cases; do
-	[ "$c" = node ] || [ "$c" = dwarf ] || [ "$c" = move ] || [ "$c" = pipe ] ||
-		die "CASES: unknown case '$c' (node, dwarf, move, pipe)"
+	[ "$c" = node ] || [ "$c" = dwarf ] || [ "$c" = move ] || [ "$c" = pipe ] || [ "$c" = scale ] ||
+		die "CASES: unknown case '$c' (node, dwarf, move, pipe, scale)"
 done
-if want node || want dwarf || want pipe; then command -v "$node" >/dev/null || die "no $node"; fi
+if want node || want dwarf || want pipe || want scale; then command -v "$node" >/dev/null || die "no $node"; fi
+for f in $scales; do
+	[[ "$f" =~ ^[1-9][0-9]*$ ]] || die "SCALES: '$f' is not a positive integer"
+done
 command -v python3 >/dev/null || die "no python3"
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive integer"
 [[ "$move_timeout" =~ ^[1-9][0-9]*$ ]] || die "MOVE_PERF_TIMEOUT must be a positive integer"
@@ -333,6 +346,65 @@ pipe_bench() {
 	rm -rf "$d"
 }
 
+# ---- RSS against the dump ---------------------------------------------------
+# For each scale F of $scales: the node workload with F times COUNT
+# recorded (perf record -k mono -g), then perfgraft inject in each layout
+# (per-function at $pf_scales only), RUNS runs, best wall, highest RSS,
+# each against 0.5x the dump + 50 MB.
+scale_bench() {
+	local f d a l i t0 t1 best kb k size
+	: >"$logs/scale.rows"
+	for f in $scales; do
+		d=$tmp/scale-$f
+		mkdir -p "$d/rec" "$d/pg"
+		read -r -a a <<<"$gen_args"
+		a[0]=$((a[0] * f))
+		echo "bench-inject: scale ${f}x: $perf record -k mono -g -e cpu-clock -N -- $node gen-big-node.js ${a[*]}"
+		(cd "$d/rec" && "$perf" --buildid-dir "$debug" record -k mono -g -e cpu-clock -N \
+			-o perf.data -- "$node" --perf-prof --perf-prof-unwinding-info \
+			--interpreted-frames-native-stack "$here/gen-big-node.js" "${a[@]}" \
+			>"$logs/scale-record.out" 2>"$logs/scale-record.err") ||
+			{ tail -n 20 "$logs/scale-record.err" >&2; fail "perf record / node (scale $f)"; }
+		size=$(find "$d/rec" -maxdepth 1 -name 'jit-*.dump' -printf '%s\n' | awk '{s += $1} END {print s + 0}')
+		for l in packed memory per-function; do
+			if [ "$l" = per-function ] && [[ " $pf_scales " != *" $f "* ]]; then continue; fi
+			best='' kb=0
+			for i in $(seq "$runs"); do
+				rm -rf "$d/pg/out.data" "$d/pg/out.data.d"
+				cat "$d"/rec/jit-*.dump "$d/rec/perf.data" >/dev/null
+				t0=$(now_ns)
+				(cd "$d/pg" && /usr/bin/time -v -o "$logs/scale-pg.time" "$pg" inject \
+					--buildid-dir "$debug" --layout "$l" -i "$d/rec/perf.data" -o out.data \
+					>"$logs/scale-pg.out" 2>"$logs/scale-pg.err") ||
+					{ tail -n 20 "$logs/scale-pg.err" >&2; fail "$pg inject --layout $l (scale $f)"; }
+				t1=$(now_ns)
+				if [ -z "$best" ] || [ $((t1 - t0)) -lt "$best" ]; then best=$((t1 - t0)); fi
+				k=$(rss_kb "$logs/scale-pg.time")
+				if [ "$k" -gt "$kb" ]; then kb=$k; fi
+			done
+			echo "$f $size $l $best $kb" >>"$logs/scale.rows"
+		done
+		rm -rf "$d"
+	done
+	awk -v factor="$target_rss_factor" -v slack="$target_rss_slack" -v runs="$runs" '
+	function pf(ok) { return ok ? "PASS" : "FAIL" }
+	{ f[NR] = $1; mb[NR] = $2 / 1e6; lay[NR] = $3; s[NR] = $4 / 1e9; rss[NR] = $5 * 1024 / 1e6 }
+	END {
+		printf "\nperfgraft inject peak RSS against the dump (best wall of %d runs, highest RSS):\n", runs
+		printf "%5s %9s %13s %9s %9s %9s %9s %6s\n", "scale", "dump MB", "layout", "wall s",
+			"RSS MB", "RSS/dump", "budget", ""
+		for (i = 1; i <= NR; i++) {
+			b = factor * mb[i] + slack
+			if (rss[i] > b)
+				bad++
+			printf "%4dx %9.1f %13s %9.2f %9.1f %8.2fx %9.1f %6s\n", f[i], mb[i], lay[i], s[i],
+				rss[i], rss[i] / mb[i], b, pf(rss[i] <= b)
+		}
+		printf "memory: RSS target    %s (<= %.1fx the dump + %d MB: %d of %d runs over)\n",
+			pf(!bad), factor, slack, bad, NR
+	}' "$logs/scale.rows"
+}
+
 home_debug_check() {
 	if [ -d "$HOME/.debug" ] && [ -n "$(find "$HOME/.debug" -newer "$logs/start" -print -quit 2>/dev/null)" ]; then
 		echo "bench-inject: warning: something under $HOME/.debug changed during the run" >&2
@@ -343,6 +415,7 @@ if ! want node; then
 	if want pipe; then pipe_bench; fi
 	if want dwarf; then dwarf_bench; fi
 	if want move; then move_bench; fi
+	if want scale; then scale_bench; fi
 	home_debug_check
 	exit 0
 fi
@@ -697,5 +770,6 @@ done
 
 if want dwarf; then dwarf_bench; fi
 if want move; then move_bench; fi
+if want scale; then scale_bench; fi
 home_debug_check
 exit 0

@@ -773,6 +773,19 @@ static uint64_t unzigzag(uint64_t z)
 	return (z >> 1) ^ (uint64_t)-(int64_t)(z & 1);
 }
 
+static uint8_t *put_uleb(uint8_t *p, uint64_t v)
+{
+	do {
+		*p++ = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+		v >>= 7;
+	} while (v);
+	return p;
+}
+
+/* A row takes at most this: four numbers of 64 bits (10 bytes each;
+ * the line's, shifted, 33 bits) and a pointer. */
+#define ROW_MAX (4 * 10 + sizeof(const char *))
+
 static void pack_rows(struct pg_buf *b, const struct pg_code_line *l, size_t n)
 {
 	uint64_t off = 0, line = 0;
@@ -780,13 +793,19 @@ static void pack_rows(struct pg_buf *b, const struct pg_code_line *l, size_t n)
 
 	for (size_t i = 0; i < n; i++) {
 		bool nf = !i || l[i].file != file;
+		uint8_t *p = pg_buf_reserve(b, ROW_MAX), *q;
 
-		pg_buf_uleb(b, zigzag(l[i].off - off));
-		pg_buf_uleb(b, zigzag((uint64_t)l[i].line - line) << 1 | nf);
-		if (nf)
-			pg_buf_add(b, &l[i].file, sizeof(l[i].file));
-		pg_buf_uleb(b, l[i].column);
-		pg_buf_uleb(b, l[i].discrim);
+		if (!p)
+			return;		/* b->oom says so */
+		q = put_uleb(p, zigzag(l[i].off - off));
+		q = put_uleb(q, zigzag((uint64_t)l[i].line - line) << 1 | nf);
+		if (nf) {
+			memcpy(q, &l[i].file, sizeof(l[i].file));
+			q += sizeof(l[i].file);
+		}
+		q = put_uleb(q, l[i].column);
+		q = put_uleb(q, l[i].discrim);
+		b->len += (size_t)(q - p);
 		off = l[i].off;
 		line = l[i].line;
 		file = l[i].file;
