@@ -831,12 +831,13 @@ static uint64_t get_uleb(const uint8_t **p)
  * call); NULL when out of memory. */
 const struct pg_code_line *pg_plan_rows(pg_elfset *set, const struct mrec *r)
 {
-	const uint8_t *p = set->rows.p + r->rows_at;
+	const uint8_t *p;
 	uint64_t off = 0, line = 0;
 	const char *file = NULL;
 
 	if (!r->nlines)
-		return NULL;
+		return NULL;	/* rows.p may be NULL: no rows at all */
+	p = set->rows.p + r->rows_at;
 	if (!pg_grow((void **)&set->unpacked, &set->unpacked_cap, r->nlines,
 		     sizeof(*set->unpacked)))
 		return NULL;
