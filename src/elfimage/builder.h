@@ -55,15 +55,17 @@ struct idslot {
 };
 
 /* A LOAD kept until pg_elfset_finish() (memory layout); its arrays are
- * copies, its strings and bytes the source's. */
+ * copies, its strings and bytes the source's.  Its line rows are packed
+ * into the set's rows (plan.c's pack_rows: a few bytes a row, not 32;
+ * they were most of a dump's memory), nlines of them from byte rows_at. */
 struct mrec {
 	const char *name;
 	const uint8_t *code;
 	uint64_t size, id, addr;
-	struct pg_code_line *lines;
-	size_t nlines;
+	uint64_t rows_at;
+	uint32_t nlines;
+	uint32_t ninl;
 	struct pg_code_inline *inl;
-	size_t ninl;
 	struct pg_code_cfi cfi;
 	bool has_cfi;
 	uint64_t meta;		/* what each copy writes besides its code (rec_meta) */
@@ -97,7 +99,7 @@ struct mplace {
 /* An image being assembled. */
 struct img {
 	size_t pub;		/* index in set->images */
-	bool memory;		/* memory layout: code written by pg_emit_code() */
+	bool memory;		/* memory layout (every layout's code: pg_emit_code()) */
 	uint64_t load_off;	/* memory layout: the PT_LOAD's start */
 	struct pg_buf meh, mhdr;	/* memory layout: the merged tables */
 	uint64_t meh_off;	/* their file offset */
@@ -140,6 +142,11 @@ struct pg_elfset {
 	bool planned;		/* memory layout: finished, no more adds */
 	struct mrec *recs;	/* memory layout: the LOADs placed at finish */
 	size_t nrecs, recs_cap;
+	struct pg_buf rows;	/* their line rows, packed (plan.c) */
+	struct pg_code_line *unpacked;	/* one rec's rows, unpacked */
+	size_t unpacked_cap;
+	const char **scratch;	/* rec_meta's */
+	size_t scratch_cap;
 	struct mplace *places;	/* memory layout: code at an address from a time on */
 	size_t nplaces, places_cap;
 	struct pg_u64map ids;	/* code index -> latest map (own images) or place: idslot */
@@ -234,6 +241,7 @@ int pg_set_add_placed(pg_elfset *set, const struct pg_code_event *ld, uint64_t s
 /* plan.c */
 int pg_plan_keep(pg_elfset *set, const struct pg_code_event *ld, uint64_t since);
 int pg_plan_move(pg_elfset *set, const struct pg_code_event *ev);
+const struct pg_code_line *pg_plan_rows(pg_elfset *set, const struct mrec *r);
 int pg_plan_memory(pg_elfset *set);
 int pg_plan_fallback(pg_elfset *set);
 

@@ -82,6 +82,7 @@ int pg_emit_add_func(pg_elfset *set, struct img *im, const struct pg_code_event 
 	pg_ahash_update_copy(im->ah, &im->sha, meta, sizeof(meta));
 	pg_ahash_update_copy(im->ah, &im->sha, ld->name, nlen + 1);
 	pg_ahash_update(im->ah, &im->sha, ld->code, ld->size);
+	pg_inputs_touched(ld->size);
 	ret = pg_dwarf_add_func(&im->dw, ld->name, off, ld->size, ld->lines, ld->nlines,
 				ld->inlines, ld->ninlines, &inl);
 	if (ret || im->strtab.oom)
@@ -378,19 +379,16 @@ static bool emit_sections(const struct img *im, const struct layout *lo,
 	if (!scn || !add_data(scn, note, 12, 0, ELF_T_NHDR) ||
 	    !add_data(scn, note + 12, NOTE_SIZE - 12, 12, ELF_T_BYTE))
 		return false;
-	/* memory layout: .text runs up to the tables and has no data here:
-	 * libelf would fill its holes with zeros, pg_emit_code() writes only
-	 * the code and leaves the holes sparse */
+	/* .text has no data here (memory layout: it runs up to the tables):
+	 * pg_emit_code() writes the code from the dump, a window at a time,
+	 * and leaves the holes between functions sparse (zeros, as libelf
+	 * would write them) */
 	scn = add_scn(elf, SEC_TEXT, SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, im->text_off,
 		      im->text_off, (im->memory ? lo->eh_off : im->text_end) - im->text_off,
 		      im->memory ? (im->text_off % FUNC_ALIGN ? 1 : FUNC_ALIGN) : TEXT_ALIGN,
 		      lo->shname);
 	if (!scn)
 		return false;
-	for (size_t i = 0; i < im->nfuncs && !im->memory; i++)
-		if (!add_data(scn, im->funcs[i].code, im->funcs[i].size,
-			      im->funcs[i].off - im->text_off, ELF_T_BYTE))
-			return false;
 	return emit_plain(elf, SEC_EH_FRAME, SHT_PROGBITS, SHF_ALLOC, lo->eh_off, lo->eh_off,
 			  lo->ehp, lo->eh_size, lo->eh_off % 8 ? 1 : 8, lo) &&
 	       emit_plain(elf, SEC_EH_FRAME_HDR, SHT_PROGBITS, SHF_ALLOC, lo->hdr_off, lo->hdr_off,
@@ -458,7 +456,7 @@ int pg_emit_elf(const struct emit_out *o, struct img *im, const struct layout *l
 	return ret;
 }
 
-/* Memory layout: the code, and each function's tables where the process
+/* The code, and (memory layout) each function's tables where the process
  * had them after it, at their offsets; what lies between stays a hole. */
 int pg_emit_code(const struct emit_out *o, const struct img *im, int fd)
 {
@@ -466,13 +464,14 @@ int pg_emit_code(const struct emit_out *o, const struct img *im, int fd)
 
 	/* the gaps between functions are .text's holes: only there may the
 	 * batches write zeros (the tables after it are libelf's bytes) */
-	pg_gather_init(&g, fd, im->text_off, im->meh_off);
+	pg_gather_init(&g, fd, im->text_off, im->memory ? im->meh_off : im->text_end);
 	for (size_t i = 0; i < im->nfuncs; i++) {
 		const struct func *f = &im->funcs[i];
 		const struct pg_code_cfi *u = f->cfi;
 
 		if (pg_gather_add(&g, f->code, f->size, f->off) < 0)
 			goto fail;
+		pg_inputs_touched(f->size + (u ? u->mapped_size : 0));
 		if (u) {
 			uint64_t at = f->off + pg_align(f->size, 8), n = u->eh_frame_size;
 

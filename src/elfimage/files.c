@@ -199,7 +199,7 @@ static void run_job(void *arg)
 								     : sizeof(Elf32_Shdr));
 	if (!jb->ret)
 		jb->ret = pg_emit_elf(&jb->o, jb->im, &jb->lo, jb->fd);
-	if (!jb->ret && jb->im->memory)
+	if (!jb->ret)	/* every layout's code: not through libelf */
 		jb->ret = pg_emit_code(&jb->o, jb->im, jb->fd);
 	/* its memory now, not at join: a run's images are not all held */
 	pg_emit_layout_free(&jb->lo);

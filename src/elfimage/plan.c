@@ -233,10 +233,15 @@ static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t ge
 		const struct mrec *r = &set->recs[p->rec];
 		struct pg_code_event ev = {
 			.kind = PG_CODE_LOAD, .id = r->id, .addr = p->addr, .size = r->size,
-			.name = r->name, .code = r->code, .lines = r->lines, .nlines = r->nlines,
-			.inlines = r->inl, .ninlines = r->ninl,
+			.name = r->name, .code = r->code, .lines = pg_plan_rows(set, r),
+			.nlines = r->nlines, .inlines = r->inl, .ninlines = r->ninl,
 			.cfi = r->has_cfi ? &r->cfi : NULL,
 		};
+
+		if (r->nlines && !ev.lines) {
+			ret = pg_err(set->diag, -ENOMEM, "out of memory");
+			goto out;
+		}
 		/* a MOVE's copy or carried code: its warnings were given */
 		ret = pg_emit_add_func(set, im, &ev, p->addr - base, p->move || p->gen != gen);
 		if (ret)
@@ -844,7 +849,7 @@ static uint64_t distinct_bytes(const char **v, size_t n, unsigned k)
  * symbol and DIEs, its line rows and inline entries, and the file and
  * inlined function names (DW_AT_name and DW_AT_linkage_name) they use,
  * each once: an image writes a name once however often it is used. */
-static int rec_meta(struct mrec *r)
+static int rec_meta(pg_elfset *set, struct mrec *r, const struct pg_code_line *lines)
 {
 	uint64_t m = 2 * ((uint64_t)strlen(r->name) + 1) + 64 + 16 * (uint64_t)r->nlines;
 	size_t nfr = 0, nfile = 0, nfunc = 0;
@@ -855,11 +860,12 @@ static int rec_meta(struct mrec *r)
 		m += 16 + 32ull * r->inl[k].nframes;
 	}
 	if (r->nlines || nfr) {
-		v = malloc((r->nlines + 2 * nfr) * sizeof(*v));
-		if (!v)
+		if (!pg_grow((void **)&set->scratch, &set->scratch_cap, r->nlines + 2 * nfr,
+			     sizeof(*set->scratch)))
 			return -ENOMEM;
+		v = set->scratch;
 		for (size_t i = 0; i < r->nlines; i++)
-			v[nfile++] = r->lines[i].file;
+			v[nfile++] = lines[i].file;
 		for (size_t k = 0; k < r->ninl; k++)
 			for (uint32_t f = 0; f < r->inl[k].nframes; f++)
 				v[nfile++] = r->inl[k].frames[f].file;
@@ -867,23 +873,128 @@ static int rec_meta(struct mrec *r)
 			for (uint32_t f = 0; f < r->inl[k].nframes; f++)
 				v[nfile + nfunc++] = r->inl[k].frames[f].func;
 		m += distinct_bytes(v, nfile, 1) + distinct_bytes(v + nfile, nfunc, 2);
-		free(v);
 	}
 	r->meta = m;
 	return 0;
 }
 
+/* ---- line rows, packed ----
+ * A row is a few LEB128 numbers: the offset's change, the line's change
+ * (zigzag, so any order and any values round-trip) with a bit for a new
+ * file name, the pointer to that name when new (the source's string),
+ * the column and the discriminator. */
+
+static uint64_t zigzag(uint64_t d)
+{
+	return (d << 1) ^ (uint64_t)-(int64_t)(d >> 63);
+}
+
+static uint64_t unzigzag(uint64_t z)
+{
+	return (z >> 1) ^ (uint64_t)-(int64_t)(z & 1);
+}
+
+static uint8_t *put_uleb(uint8_t *p, uint64_t v)
+{
+	do {
+		*p++ = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+		v >>= 7;
+	} while (v);
+	return p;
+}
+
+/* A row takes at most this: four numbers of 64 bits (10 bytes each;
+ * the line's, shifted, 33 bits) and a pointer. */
+#define ROW_MAX (4 * 10 + sizeof(const char *))
+
+static void pack_rows(struct pg_buf *b, const struct pg_code_line *l, size_t n)
+{
+	uint64_t off = 0, line = 0;
+	const char *file = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		bool nf = !i || l[i].file != file;
+		uint8_t *p = pg_buf_reserve(b, ROW_MAX), *q;
+
+		if (!p)
+			return;		/* b->oom says so */
+		q = put_uleb(p, zigzag(l[i].off - off));
+		q = put_uleb(q, zigzag((uint64_t)l[i].line - line) << 1 | nf);
+		if (nf) {
+			memcpy(q, &l[i].file, sizeof(l[i].file));
+			q += sizeof(l[i].file);
+		}
+		q = put_uleb(q, l[i].column);
+		q = put_uleb(q, l[i].discrim);
+		b->len += (size_t)(q - p);
+		off = l[i].off;
+		line = l[i].line;
+		file = l[i].file;
+	}
+}
+
+static uint64_t get_uleb(const uint8_t **p)
+{
+	uint64_t v = 0;
+	unsigned sh = 0;
+	uint8_t c;
+
+	do {	/* written by pack_rows: well formed */
+		c = *(*p)++;
+		if (sh < 64)
+			v |= (uint64_t)(c & 0x7f) << sh;
+		sh += 7;
+	} while (c & 0x80);
+	return v;
+}
+
+/* r's rows, unpacked into the set's one buffer (valid until the next
+ * call); NULL when out of memory. */
+const struct pg_code_line *pg_plan_rows(pg_elfset *set, const struct mrec *r)
+{
+	const uint8_t *p;
+	uint64_t off = 0, line = 0;
+	const char *file = NULL;
+
+	if (!r->nlines)
+		return NULL;	/* rows.p may be NULL: no rows at all */
+	p = set->rows.p + r->rows_at;
+	if (!pg_grow((void **)&set->unpacked, &set->unpacked_cap, r->nlines,
+		     sizeof(*set->unpacked)))
+		return NULL;
+	for (uint32_t i = 0; i < r->nlines; i++) {
+		struct pg_code_line *l = &set->unpacked[i];
+		uint64_t z;
+
+		off += unzigzag(get_uleb(&p));
+		z = get_uleb(&p);
+		line += unzigzag(z >> 1);
+		if (z & 1) {
+			memcpy(&file, p, sizeof(file));
+			p += sizeof(file);
+		}
+		l->off = off;
+		l->line = (uint32_t)line;
+		l->file = file;
+		l->column = (uint32_t)get_uleb(&p);
+		l->discrim = (uint32_t)get_uleb(&p);
+	}
+	return set->unpacked;
+}
+
 /* ---- the memory layout: what add keeps ---- */
 
-/* Keeps a LOAD for pg_elfset_finish(): its arrays are copied (the
- * source reuses them), its strings and code bytes stay the source's. */
+/* Keeps a LOAD for pg_elfset_finish(): its rows are packed and its
+ * chains copied (the source reuses them), its strings and code bytes stay
+ * the source's. */
 int pg_plan_keep(pg_elfset *set, const struct pg_code_event *ld, uint64_t since)
 {
 	struct mrec *r;
 	struct mplace *p;
 	size_t nfr = 0;
 
-	if (set->nrecs >= NONE - 1 || set->nplaces >= NONE - 1)
+	if (set->nrecs >= NONE - 1 || set->nplaces >= NONE - 1 || ld->nlines > UINT32_MAX ||
+	    ld->ninlines > UINT32_MAX)
 		return pg_err(set->diag, -ENOMEM, "%s: more than 4 billion functions", set->dump_name);
 	/* the region's tables go after its code: room is left for them */
 	if (ld->addr + ld->size + (ld->cfi ? 8 + ld->cfi->mapped_size : 0) < ld->addr ||
@@ -907,13 +1018,11 @@ int pg_plan_keep(pg_elfset *set, const struct pg_code_event *ld, uint64_t since)
 		r->cfi = *ld->cfi;
 		r->has_cfi = true;
 	}
-	if (ld->nlines) {
-		r->lines = malloc(ld->nlines * sizeof(*r->lines));
-		if (!r->lines)
-			return pg_err(set->diag, -ENOMEM, "out of memory");
-		memcpy(r->lines, ld->lines, ld->nlines * sizeof(*r->lines));
-		r->nlines = ld->nlines;
-	}
+	r->rows_at = set->rows.len;
+	r->nlines = (uint32_t)ld->nlines;
+	pack_rows(&set->rows, ld->lines, ld->nlines);
+	if (set->rows.oom)
+		return pg_err(set->diag, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < ld->ninlines; i++)
 		nfr += ld->inlines[i].nframes;
 	if (ld->ninlines) {
@@ -921,10 +1030,8 @@ int pg_plan_keep(pg_elfset *set, const struct pg_code_event *ld, uint64_t since)
 		struct pg_code_frame *fr;
 
 		r->inl = malloc(ld->ninlines * sizeof(*r->inl) + nfr * sizeof(*fr));
-		if (!r->inl) {
-			free(r->lines);
+		if (!r->inl)
 			return pg_err(set->diag, -ENOMEM, "out of memory");
-		}
 		fr = (struct pg_code_frame *)(r->inl + ld->ninlines);
 		for (size_t i = 0; i < ld->ninlines; i++) {
 			r->inl[i] = ld->inlines[i];
@@ -932,10 +1039,9 @@ int pg_plan_keep(pg_elfset *set, const struct pg_code_event *ld, uint64_t since)
 			r->inl[i].frames = fr;
 			fr += ld->inlines[i].nframes;
 		}
-		r->ninl = ld->ninlines;
+		r->ninl = (uint32_t)ld->ninlines;
 	}
-	if (rec_meta(r) < 0) {
-		free(r->lines);
+	if (rec_meta(set, r, ld->lines) < 0) {
 		free(r->inl);
 		return pg_err(set->diag, -ENOMEM, "out of memory");
 	}
@@ -945,7 +1051,6 @@ int pg_plan_keep(pg_elfset *set, const struct pg_code_event *ld, uint64_t since)
 			      .pid = ld->pid, .tid = ld->tid, .rec = (uint32_t)set->nrecs,
 			      .dead = UINT64_MAX, .killed = NONE, .ref_lo = UINT64_MAX };
 	if (!pg_set_id_put(set, ld->id, (uint32_t)set->nplaces, true)) {
-		free(r->lines);
 		free(r->inl);
 		return pg_err(set->diag, -ENOMEM, "out of memory");
 	}
@@ -1036,12 +1141,16 @@ int pg_plan_fallback(pg_elfset *set)
 		struct pg_code_event ev = {
 			.kind = p->move ? PG_CODE_MOVE : PG_CODE_LOAD, .time = p->time,
 			.pid = p->pid, .tid = p->tid, .id = r->id, .addr = p->addr,
-			.size = r->size, .name = r->name, .code = r->code, .lines = r->lines,
+			.size = r->size, .name = r->name, .code = r->code,
 			.nlines = r->nlines, .inlines = r->inl, .ninlines = r->ninl,
 			.cfi = r->has_cfi ? &r->cfi : NULL,
 		};
 		struct pg_elf_place out;
 
+		if (!p->move && r->nlines && !(ev.lines = pg_plan_rows(set, r))) {
+			ret = pg_err(set->diag, -ENOMEM, "out of memory");
+			break;
+		}
 		if (p->move) {
 			ev.name = NULL;
 			ev.code = NULL;

@@ -286,8 +286,37 @@ int pg_elfset_add(pg_elfset *set, const struct pg_code_event *ld, struct pg_elf_
 	return pg_elfset_add_since(set, ld, ld->time, out);
 }
 
+/* What the memory layout kept for its plan: the images are written, so
+ * only the maps and the images' names stay (the rows were most of a
+ * dump's memory). */
+static void free_plan(pg_elfset *set)
+{
+	for (size_t i = 0; i < set->nrecs; i++)
+		free(set->recs[i].inl);
+	free(set->recs);
+	pg_buf_free(&set->rows);
+	free(set->unpacked);
+	free(set->scratch);
+	set->unpacked = NULL;
+	set->scratch = NULL;
+	set->unpacked_cap = set->scratch_cap = 0;
+	free(set->places);
+	free(set->byaddr);
+	free(set->addrs);
+	free(set->maxend);
+	free(set->spans);
+	set->recs = NULL;
+	set->places = NULL;
+	set->byaddr = NULL;
+	set->addrs = set->maxend = set->spans = NULL;
+	set->nrecs = set->recs_cap = set->nplaces = set->places_cap = 0;
+	set->nbyaddr = set->nspans = 0;
+	pg_set_ids_reset(set);
+}
+
 int pg_elfset_finish(pg_elfset *set)
 {
+	bool planned = false;
 	int ret, r;
 
 	set->finishing = true;
@@ -297,9 +326,13 @@ int pg_elfset_finish(pg_elfset *set)
 		ret = pg_plan_memory(set);
 		if (ret == 1)
 			ret = pg_plan_fallback(set);
+		planned = true;
 	}
 	/* every image written (or its failure known) when finished */
 	r = pg_files_join(set, !ret);
+	/* after the join: the writes read the records' CFI */
+	if (planned)
+		free_plan(set);
 	set->finishing = false;
 	return ret ? ret : r;
 }
@@ -340,17 +373,7 @@ void pg_elfset_free(pg_elfset *set)
 	pg_files_free_image(set->pack);
 	pg_ahash_free(set->ah);
 	free(set->jobs);
-	for (size_t i = 0; i < set->nrecs; i++) {
-		free(set->recs[i].lines);
-		free(set->recs[i].inl);
-	}
-	free(set->recs);
-	free(set->places);
-	free(set->byaddr);
-	free(set->addrs);
-	free(set->maxend);
-	free(set->spans);
-	pg_set_ids_reset(set);
+	free_plan(set);
 	free(set->maps);
 	free(set->loaded);
 	for (size_t i = 0; i < set->nimages; i++)

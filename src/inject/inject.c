@@ -31,12 +31,8 @@
 #define MAP_PRIVATE_FLAG 2
 #define HOST_PID (-1)
 
-struct event {			/* an MMAP2 to inject */
-	uint64_t time, seq;
-	uint64_t loaded;	/* its LOAD's time, when time is its since */
-	uint64_t start, len, pgoff;
-	uint32_t pid, tid;
-	uint32_t img;		/* index into inj->imgs */
+struct event {			/* an MMAP2 to inject: a set's map (its time the key's) */
+	uint32_t set, map;	/* index into inj->sets, into its maps */
 };
 
 struct image {			/* a written image, as MMAP2 records name it */
@@ -69,9 +65,13 @@ struct inj {
 	bool user_stacks;	/* some attr samples user stacks (DWARF call graphs) */
 	bool attrs_checked;
 	bool explicit_done;
-	struct event *heap;
+	struct hkey *heap;	/* the queue (below) */
 	size_t nheap, heap_cap;
 	uint64_t seq;
+	struct event *evs;	/* by slot */
+	size_t nslots, evs_cap;
+	uint32_t *freeslots;
+	size_t nfree, free_cap;
 	struct image *imgs;
 	size_t nimgs, imgs_cap;
 	struct pidinfo *pids;
@@ -168,77 +168,108 @@ struct deferred {
 	bool is_64bit;
 };
 
-/* ---- the event heap, ordered by (time, seq) ---- */
+/* ---- the event queue, ordered by (time, seq) ----
+ * A 4-ary heap of 16-byte keys (the time; the seq above an event's slot
+ * in evs): four children are one cache line, where a binary heap of the
+ * 64-byte events missed the cache at every level of a pop (MOVE-heavy
+ * dumps queue hundreds of thousands of MMAP2s at once). */
 
-static bool ev_less(const struct event *a, const struct event *b)
+struct hkey {
+	uint64_t time;
+	uint64_t ord;		/* seq << 32 | slot */
+};
+
+#define SLOT_OF(k) ((uint32_t)((k).ord & 0xffffffffu))
+
+static bool key_less(const struct hkey *a, const struct hkey *b)
 {
-	return a->time < b->time || (a->time == b->time && a->seq < b->seq);
+	return a->time < b->time || (a->time == b->time && a->ord < b->ord);
 }
 
-static int heap_push(struct inj *j, struct event *e)
+static void sift_up(struct inj *j, size_t i, struct hkey k)
 {
-	size_t i;
+	while (i) {
+		size_t p = (i - 1) / 4;
 
-	if (!pg_grow((void **)&j->heap, &j->heap_cap, j->nheap + 1, sizeof(*j->heap)))
-		return pg_err(j->diag, -ENOMEM, "out of memory");
-	e->seq = j->seq++;
-	i = j->nheap++;
-	while (i && ev_less(e, &j->heap[(i - 1) / 2])) {
-		j->heap[i] = j->heap[(i - 1) / 2];
-		i = (i - 1) / 2;
+		if (!key_less(&k, &j->heap[p]))
+			break;
+		j->heap[i] = j->heap[p];
+		i = p;
 	}
-	j->heap[i] = *e;
-	return 0;
+	j->heap[i] = k;
 }
 
-/* Moves the event at i down to its place. */
+/* Moves the key at i down to its place. */
 static void sift_down(struct inj *j, size_t i)
 {
-	struct event e = j->heap[i];
+	struct hkey k = j->heap[i];
 
 	for (;;) {
-		size_t c = 2 * i + 1;
+		size_t c = 4 * i + 1, best = c, end = c + 4 < j->nheap ? c + 4 : j->nheap;
 
 		if (c >= j->nheap)
 			break;
-		if (c + 1 < j->nheap && ev_less(&j->heap[c + 1], &j->heap[c]))
-			c++;
-		if (!ev_less(&j->heap[c], &e))
+		for (size_t d = c + 1; d < end; d++)
+			if (key_less(&j->heap[d], &j->heap[best]))
+				best = d;
+		if (!key_less(&j->heap[best], &k))
 			break;
-		j->heap[i] = j->heap[c];
-		i = c;
+		j->heap[i] = j->heap[best];
+		i = best;
 	}
-	j->heap[i] = e;
+	j->heap[i] = k;
 }
 
-static struct event heap_pop(struct inj *j)
+/* Room for n more events and keys (queue_maps stages events at
+ * evs[nslots...] before they are pushed). */
+static int queue_room(struct inj *j, size_t n)
 {
-	struct event top = j->heap[0], last;
-	size_t i = 0, n = --j->nheap;
+	if (n > SIZE_MAX - j->nslots || n > SIZE_MAX - j->nheap ||
+	    j->nslots + n > UINT32_MAX ||
+	    !pg_grow((void **)&j->evs, &j->evs_cap, j->nslots + n, sizeof(*j->evs)) ||
+	    !pg_grow((void **)&j->heap, &j->heap_cap, j->nheap + n, sizeof(*j->heap)))
+		return pg_err(j->diag, -ENOMEM, "out of memory");
+	return 0;
+}
 
-	if (!n)
-		return top;
-	last = j->heap[n];
-	/* the hole goes down to a leaf along the smaller children (one
-	 * comparison a level, not two), then the last event climbs back from
-	 * there: it belongs near the bottom.  The order is (time, seq) either
-	 * way. */
-	for (;;) {
-		size_t c = 2 * i + 1;
+/* Queues the event in slot (filled), its time in the key past the last
+ * (heap[nheap].time), with the next seq. */
+static int queue_slot(struct inj *j, uint32_t slot)
+{
+	if (j->seq > UINT32_MAX)
+		return pg_err(j->diag, -ENOMEM, "more than 4 billion MMAP2 records to inject");
+	sift_up(j, j->nheap, (struct hkey){ .time = j->heap[j->nheap].time,
+					    .ord = j->seq++ << 32 | slot });
+	j->nheap++;
+	return 0;
+}
 
-		if (c >= n)
-			break;
-		if (c + 1 < n && ev_less(&j->heap[c + 1], &j->heap[c]))
-			c++;
-		j->heap[i] = j->heap[c];
-		i = c;
-	}
-	while (i && ev_less(&last, &j->heap[(i - 1) / 2])) {
-		j->heap[i] = j->heap[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	j->heap[i] = last;
-	return top;
+static int heap_push(struct inj *j, uint32_t set, uint32_t map, uint64_t time)
+{
+	uint32_t slot;
+	int ret = queue_room(j, 1);
+
+	if (ret)
+		return ret;
+	slot = j->nfree ? j->freeslots[--j->nfree] : (uint32_t)j->nslots++;
+	j->evs[slot] = (struct event){ .set = set, .map = map };
+	j->heap[j->nheap].time = time;
+	return queue_slot(j, slot);
+}
+
+static struct event heap_pop(struct inj *j, uint64_t *time)
+{
+	struct hkey top = j->heap[0];
+	struct event e = j->evs[SLOT_OF(top)];
+
+	j->heap[0] = j->heap[--j->nheap];
+	if (j->nheap)
+		sift_down(j, 0);
+	*time = top.time;
+	/* a slot not listed (no memory for the list) is only not reused */
+	if (pg_grow((void **)&j->freeslots, &j->free_cap, j->nfree + 1, sizeof(*j->freeslots)))
+		j->freeslots[j->nfree++] = SLOT_OF(top);
+	return e;
 }
 
 /* Gives a set's images their final names for good.  Once there, an
@@ -305,9 +336,11 @@ static void cache_images(struct inj *j)
 	free(dir);
 }
 
-static int emit(struct inj *j, const struct event *e)
+static int emit(struct inj *j, const struct event *e, uint64_t time)
 {
-	const struct image *im = &j->imgs[e->img];
+	size_t n;
+	const struct pg_elf_map *mp = &pg_elfset_maps(j->sets[e->set], &n)[e->map];
+	const struct image *im = &j->imgs[j->setinfo[e->set].base_img + mp->image];
 
 	/* a pipe's reader may open an image as soon as its MMAP2 arrives:
 	 * the images read so far get their names before the first one goes
@@ -322,11 +355,11 @@ static int emit(struct inj *j, const struct event *e)
 			return ret;
 	}
 	struct pg_pdw_mmap2 m = {
-		.pid = e->pid, .tid = e->tid,
-		.start = e->start, .len = e->len, .pgoff = e->pgoff,
+		.pid = mp->pid, .tid = mp->tid,
+		.start = mp->start, .len = mp->len, .pgoff = mp->pgoff,
 		.maj = im->maj, .min = im->min, .ino = im->ino, .ino_generation = 0,
 		.prot = PROT_RX, .flags = MAP_PRIVATE_FLAG,
-		.filename = im->path, .time = e->time, .id = j->mmap_id,
+		.filename = im->path, .time = time, .id = j->mmap_id,
 	};
 
 	j->st->mmaps_injected++;
@@ -338,8 +371,9 @@ static int emit(struct inj *j, const struct event *e)
 static int flush_until(struct inj *j, uint64_t t)
 {
 	while (j->nheap && j->heap[0].time <= t) {
-		struct event e = heap_pop(j);
-		int ret = emit(j, &e);
+		uint64_t time;
+		struct event e = heap_pop(j, &time);
+		int ret = emit(j, &e, time);
 
 		if (ret)
 			return ret;
@@ -418,28 +452,41 @@ static int add_image(struct inj *j, const struct pg_elf_image *ei)
 	return pg_pdw_build_id(j->w, HOST_PID, PG_PERF_RECORD_MISC_USER, ei->build_id, 20, abs);
 }
 
-/* The MMAP2 records of a dump's images, from the set's maps, with times
- * on perf's clock. */
-static int queue_maps(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool arch,
-		      struct event **evs, size_t *nevs)
+/* Map i of set s on perf's clock: when it starts, and when its LOAD was
+ * (not before it starts). */
+static void map_times(const struct inj *j, size_t s, size_t i, uint64_t *t, uint64_t *loaded)
 {
 	const struct pg_pd_time_conv *tc = pg_perfdata_time_conv(j->pd);
-	size_t n, cap = 0;
-	const struct pg_elf_map *m = pg_elfset_maps(set, &n);
+	bool arch = j->setinfo[s].arch;
+	size_t n;
+	uint64_t mt = pg_elfset_maps(j->sets[s], &n)[i].time;
+	uint64_t lt = pg_elfset_map_loaded(j->sets[s], i);
 
-	*evs = NULL;
+	*t = arch ? tsc_to_perf(tc, mt) : mt;
+	lt = arch ? tsc_to_perf(tc, lt) : lt;
+	*loaded = lt < *t ? *t : lt;
+}
+
+/* The MMAP2 records of the last set's images, one per map: their times
+ * staged in the queue's spare keys (*nevs of them), pushed by
+ * push_staged() once the images are in.  An event is the map's index, not
+ * a copy of it: at a dump's end that copy was one more of every map. */
+static int queue_maps(struct inj *j, struct pidinfo *pi, size_t *nevs)
+{
+	size_t n, s = j->nsets - 1;
+	const struct pg_elf_map *m = pg_elfset_maps(j->sets[s], &n);
+	int ret = queue_room(j, n);
+
 	*nevs = 0;
-	if (n && !pg_grow((void **)evs, &cap, n, sizeof(**evs)))
+	if (ret)
+		return ret;
+	if (n > UINT32_MAX || s > UINT32_MAX)
 		return pg_err(j->diag, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++) {
-		uint64_t t = arch ? tsc_to_perf(tc, m[i].time) : m[i].time;
-		uint64_t lt = pg_elfset_map_loaded(set, i);
+		uint64_t t, lt;
 
-		lt = arch ? tsc_to_perf(tc, lt) : lt;
-		(*evs)[i] = (struct event){ .time = t, .loaded = lt < t ? t : lt,
-					    .start = m[i].start, .len = m[i].len,
-					    .pgoff = m[i].pgoff, .pid = m[i].pid, .tid = m[i].tid,
-					    .img = m[i].image };
+		map_times(j, s, i, &t, &lt);
+		j->heap[j->nheap + i].time = t;
 		if (m[i].kind == PG_ELF_MAP_LOAD && t < pi->first_load)
 			pi->first_load = t;
 		if (t < lt) {	/* it starts before its LOAD */
@@ -448,11 +495,8 @@ static int queue_maps(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool ar
 			struct pidinfo *ep = m[i].pid == dpid ? pi : pidinfo(j, m[i].pid);
 
 			pi = pidinfo(j, dpid);
-			if (!ep || !pi) {
-				free(*evs);
-				*evs = NULL;
+			if (!ep || !pi)
 				return pg_err(j->diag, -ENOMEM, "out of memory");
-			}
 			j->st->early++;
 			if (ep->early_lo >= ep->early_hi || m[i].start < ep->early_lo)
 				ep->early_lo = m[i].start;
@@ -465,13 +509,27 @@ static int queue_maps(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool ar
 	return 0;
 }
 
+/* Pushes the n events queue_maps() staged for the last set: each key's
+ * time is where the push takes it from. */
+static int push_staged(struct inj *j, size_t n)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < n && !ret; i++) {
+		uint32_t slot = (uint32_t)j->nslots++;
+
+		j->evs[slot] = (struct event){ .set = (uint32_t)(j->nsets - 1), .map = (uint32_t)i };
+		ret = queue_slot(j, slot);	/* the room is there */
+	}
+	return ret;
+}
+
 /* Writes a dump's images and queues its MMAP2 records.  The set is j's
  * from here on, whatever happens (a failed run discards j's sets). */
 static int finish_dump(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool arch,
 		       struct pg_diag *dd)
 {
 	uint32_t base_img = (uint32_t)j->nimgs;
-	struct event *evs = NULL;
 	size_t nevs = 0;
 	int ret;
 
@@ -485,14 +543,11 @@ static int finish_dump(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool a
 	j->sets[j->nsets++] = set;
 	ret = pg_elfset_finish(set);
 	if (!ret)
-		ret = queue_maps(j, set, pi, arch, &evs, &nevs);
+		ret = queue_maps(j, pi, &nevs);
 	for (size_t i = 0; !ret && i < pg_elfset_count(set); i++)
 		ret = add_image(j, pg_elfset_image(set, i));
-	for (size_t i = 0; !ret && i < nevs; i++) {
-		evs[i].img += base_img;
-		ret = heap_push(j, &evs[i]);
-	}
-	free(evs);
+	if (!ret)
+		ret = push_staged(j, nevs);
 	if (!ret)
 		j->st->dumps++;
 	return ret;
@@ -1123,7 +1178,6 @@ static int cancel_early(struct inj *j, uint32_t pid, uint64_t start, uint64_t le
 			bool anon)
 {
 	struct pidinfo *pi = NULL;
-	const struct pg_pd_time_conv *tc = pg_perfdata_time_conv(j->pd);
 	bool moved = false;
 
 	for (size_t k = 0; k < j->npids; k++)
@@ -1139,10 +1193,17 @@ static int cancel_early(struct inj *j, uint32_t pid, uint64_t start, uint64_t le
 		pi->early_lo = pi->early_hi = 0;	/* none left after this */
 	}
 	for (size_t i = 0; i < j->nheap && !anon; i++) {
-		struct event *e = &j->heap[i];
+		struct hkey *k = &j->heap[i];
+		const struct event *e = &j->evs[SLOT_OF(*k)];
+		size_t n;
+		const struct pg_elf_map *m = &pg_elfset_maps(j->sets[e->set], &n)[e->map];
+		uint64_t t, lt;
 
-		if (e->pid == pid && e->time < e->loaded && overlaps(e->start, e->len, start, len)) {
-			e->time = e->loaded;
+		if (m->pid != pid || !overlaps(m->start, m->len, start, len))
+			continue;
+		map_times(j, e->set, e->map, &t, &lt);
+		if (k->time < lt) {
+			k->time = lt;
 			moved = true;
 		}
 	}
@@ -1151,22 +1212,17 @@ static int cancel_early(struct inj *j, uint32_t pid, uint64_t start, uint64_t le
 	for (size_t s = 0; s < j->nsets; s++) {
 		size_t n;
 		const struct pg_elf_map *m = pg_elfset_maps(j->sets[s], &n);
-		bool arch = j->setinfo[s].arch;
 
 		for (size_t i = 0; i < n; i++) {
-			uint64_t et = arch ? tsc_to_perf(tc, m[i].time) : m[i].time;
-			uint64_t lt = pg_elfset_map_loaded(j->sets[s], i);
-			struct event e;
+			uint64_t et, lt;
 			int ret;
 
-			lt = arch ? tsc_to_perf(tc, lt) : lt;
-			if (m[i].pid != pid || !(et <= t && t < lt) ||
-			    !overlaps(m[i].start, m[i].len, start, len))
+			if (m[i].pid != pid || !overlaps(m[i].start, m[i].len, start, len))
 				continue;
-			e = (struct event){ .time = anon ? t : lt, .loaded = lt, .start = m[i].start,
-					    .len = m[i].len, .pgoff = m[i].pgoff, .pid = m[i].pid,
-					    .tid = m[i].tid, .img = j->setinfo[s].base_img + m[i].image };
-			if ((ret = heap_push(j, &e)))
+			map_times(j, s, i, &et, &lt);
+			if (!(et <= t && t < lt))
+				continue;
+			if ((ret = heap_push(j, (uint32_t)s, (uint32_t)i, anon ? t : lt)))
 				return ret;
 		}
 	}
@@ -1596,6 +1652,8 @@ out:
 	free(j.words);
 	free(j.imgs);
 	free(j.heap);
+	free(j.evs);
+	free(j.freeslots);
 	free(j.pids);
 	for (size_t i = 0; i < j.seen.n; i++)
 		free((char *)j.seen.keys[i]);

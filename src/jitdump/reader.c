@@ -649,6 +649,7 @@ int pg_jitdump_next(pg_jitdump *jd, struct pg_jd_record *rec)
 		}
 		jd->off += tsz;
 		jd->st.records++;
+		pg_inputs_touched(tsz);	/* resident pages: a window, not the dump */
 		body = p + REC_HDR;
 		blen = tsz - REC_HDR;
 		memset(rec, 0, sizeof(*rec));

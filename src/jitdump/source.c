@@ -210,6 +210,11 @@ int pg_code_next(pg_code_source *src, struct pg_code_event *ev)
 		src->st.unloads += ev->kind == PG_CODE_UNLOAD;
 		if (track(src, ev) < 0)
 			return -ENOMEM;
+	} else {
+		/* the walk is over: what held code mattered only for events
+		 * to come (a MOVE-heavy dump holds a span per place), and the
+		 * images are written after this */
+		pg_paint_free(&src->held);
 	}
 	return ret;
 }

@@ -4,8 +4,10 @@
  *
  * A signal handler walks the registry (pg_cleanup_run), so every entry a
  * handler can see is complete: an entry is filled while its state says
- * "claimed" and published with one atomic store; names live inside the
- * entries (never freed while the process runs) and directories are kept
+ * "claimed" and published with one atomic store; names live in an arena
+ * of chunks never freed while the process runs (a slot reused keeps its
+ * name's room when the new name fits: an entry of each image of a
+ * per-function dump, not NAME_MAX bytes each) and directories are kept
  * open by the registry itself, since a caller's descriptor may be closed
  * and its number reused before the handler runs.  Like git's tempfile
  * list, this is process-wide state: one process has one set of files to
@@ -35,8 +37,13 @@ struct entry {
 	atomic_int state;
 	int dirfd;
 	bool is_dir;
-	char name[NAME_MAX + 1];
+	uint16_t room;		/* bytes at name */
+	char *name;
 };
+
+#define ARENA_CHUNK 65536	/* > NAME_MAX + 1 + the link */
+static char *arena;		/* the current chunk; its first word links the one before */
+static size_t arena_used = ARENA_CHUNK;
 
 static struct entry *_Atomic chunks[MAX_CHUNKS];
 static atomic_size_t nchunks;
@@ -80,10 +87,27 @@ static struct entry *at(size_t i)
 	return &atomic_load(&chunks[i / CHUNK])[i % CHUNK];
 }
 
+/* Under mu: n bytes that stay valid while the process runs, or NULL. */
+static char *arena_take(size_t n)
+{
+	if (ARENA_CHUNK - arena_used < n) {
+		char *c = malloc(ARENA_CHUNK);
+
+		if (!c)
+			return NULL;
+		memcpy(c, &arena, sizeof(arena));
+		arena = c;
+		arena_used = sizeof(arena);
+	}
+	arena_used += n;
+	return arena + arena_used - n;
+}
+
 long pg_cleanup_add(int dirfd, const char *name, bool is_dir)
 {
 	struct entry *e;
 	size_t i;
+	bool fresh = false;
 	int fd;
 
 	if (strlen(name) > NAME_MAX)
@@ -95,6 +119,7 @@ long pg_cleanup_add(int dirfd, const char *name, bool is_dir)
 	if (nfree) {
 		i = free_list[--nfree];
 	} else {
+		fresh = true;
 		if (high / CHUNK == atomic_load(&nchunks)) {
 			struct entry *c;
 
@@ -106,6 +131,19 @@ long pg_cleanup_add(int dirfd, const char *name, bool is_dir)
 		i = high++;
 	}
 	e = at(i);
+	if (e->room < strlen(name) + 1) {
+		char *room = arena_take(strlen(name) + 1);
+
+		if (!room) {	/* the slot stays free for another try */
+			if (fresh)
+				high--;
+			else
+				free_list[nfree++] = i;	/* where it was taken from */
+			goto fail;
+		}
+		e->name = room;
+		e->room = (uint16_t)(strlen(name) + 1);
+	}
 	atomic_store(&e->state, CLAIMED);
 	e->dirfd = fd;
 	e->is_dir = is_dir;

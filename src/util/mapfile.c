@@ -317,6 +317,33 @@ void pg_release_mapped(const uint8_t *base, uint64_t off, uint64_t end)
 		madvise((void *)(base + lo), hi - lo, MADV_DONTNEED);
 }
 
+static _Thread_local uint64_t touched;	/* a thread's own: no atomic per record */
+
+/* Every listed mapping is read-only and private: dropping its pages
+ * loses nothing (the SIGBUS handler's zero pages come back as zeros).
+ * Under mmu: an entry leaves M_LIVE before it is unmapped, so no range
+ * given back here is anything else by then. */
+static void trim_inputs(void)
+{
+	pthread_mutex_lock(&mmu);
+	for (size_t i = 0; i < mhigh; i++) {
+		struct mslot *s = mslot_at(i);
+
+		if (atomic_load(&s->state) == M_LIVE)
+			madvise((void *)s->base, s->len, MADV_DONTNEED);
+	}
+	pthread_mutex_unlock(&mmu);
+}
+
+void pg_inputs_touched(uint64_t bytes)
+{
+	touched += bytes;
+	if (touched >= PG_INPUTS_TRIM_BYTES) {
+		touched = 0;
+		trim_inputs();
+	}
+}
+
 int pg_map_file(const char *path, bool sequential, struct pg_diag *diag,
 		const uint8_t **base, size_t *size)
 {

@@ -122,6 +122,35 @@ int pg_paint(struct pg_paint *p, uint64_t start, uint64_t end, uint64_t from, ui
 		p->rnd = 2463534242u;
 		p->init = true;
 	}
+	/* nothing painted in [start, end) (fresh code, a MOVE's new place):
+	 * one insertion, not two splits and three merges */
+	{
+		uint32_t r = p->root, last = NIL;
+
+		while (r != NIL) {
+			if (p->n[r].start < end) {
+				last = r;
+				r = p->n[r].r;
+			} else {
+				r = p->n[r].l;
+			}
+		}
+		if (last == NIL || p->n[last].end <= start) {
+			uint32_t *link;
+
+			if ((node = node_new(p, start, end, from, val)) == NIL) {
+				p->root = NIL;	/* left unusable: the caller frees it */
+				return -ENOMEM;
+			}
+			/* where its priority puts it, as merge() would */
+			link = &p->root;
+			while (*link != NIL && p->n[*link].prio > p->n[node].prio)
+				link = p->n[*link].start < start ? &p->n[*link].r : &p->n[*link].l;
+			split(p, *link, start, &p->n[node].l, &p->n[node].r);
+			*link = node;
+			return 0;
+		}
+	}
 	split(p, p->root, start, &a, &b);
 	split(p, b, end, &m, &c);
 	/* the span starting before start may reach into [start, end) */

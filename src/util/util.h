@@ -238,6 +238,14 @@ void pg_unmap_file(const uint8_t *base, size_t size);
  * pg_map_file, once read: resident memory stays at what is being read,
  * not the file's size (the pages come back from the file if touched). */
 void pg_release_mapped(const uint8_t *base, uint64_t off, uint64_t end);
+/* Bytes of listed input mappings just read, at random places (a jitdump's
+ * code is read when its record is, again when its image is hashed and
+ * written): every PG_INPUTS_TRIM_BYTES of them, every listed mapping's
+ * pages leave the process's page tables (MADV_DONTNEED; they stay in the
+ * page cache and come back on the next touch), so that the resident part
+ * of the inputs stays near that many bytes whatever their size. */
+#define PG_INPUTS_TRIM_BYTES (8ull << 20)
+void pg_inputs_touched(uint64_t bytes);
 
 /* Inputs that change while mapped (mapfile.c).  pg_map_file lists its
  * mapping in a process-wide registry; a reader that maps a file itself
