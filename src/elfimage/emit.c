@@ -81,7 +81,9 @@ int pg_emit_add_func(pg_elfset *set, struct img *im, const struct pg_code_event 
 		im->text_end = off + ld->size;
 	pg_ahash_update_copy(im->ah, &im->sha, meta, sizeof(meta));
 	pg_ahash_update_copy(im->ah, &im->sha, ld->name, nlen + 1);
-	pg_ahash_update(im->ah, &im->sha, ld->code, ld->size);
+	pg_ahash_update(im->ah, &im->sha, ld->code, ld->size);	/* counts what it reads */
+	/* this thread's walk maps the dump as far (a name read maps the
+	 * pages around it): it counts the code it passed too */
 	pg_inputs_touched(ld->size);
 	ret = pg_dwarf_add_func(&im->dw, ld->name, off, ld->size, ld->lines, ld->nlines,
 				ld->inlines, ld->ninlines, &inl);

@@ -72,10 +72,15 @@ static void *worker(void *arg)
 		for (size_t i = head; i != tail; i++) {
 			const struct upd *u = &h->ring[i % RING];
 
-			if (u->fn)
+			if (u->fn) {
 				u->fn((void *)u->p);
-			else
+			} else {
 				sha1_update(u->ctx, u->len, u->p);
+				/* the dump's pages are read here, not where the
+				 * update was queued: this thread counts them
+				 * towards the next trim (pg_inputs_touched) */
+				pg_inputs_touched(u->len);
+			}
 		}
 		pthread_mutex_lock(&h->mu);
 		h->busy = false;
@@ -157,6 +162,7 @@ void pg_ahash_update(struct pg_ahash *h, struct sha1_ctx *ctx, const void *p, si
 		return;
 	if (!h || !h->threaded) {
 		sha1_update(ctx, len, p);
+		pg_inputs_touched(len);
 		return;
 	}
 	if (h->nstage == STAGE)
