@@ -219,57 +219,12 @@ void pg_outfile_abort(struct pg_outfile *f)
 	f->tmpname = f->name = NULL;
 }
 
-int pg_pwrite_all(int fd, const void *p, size_t n, uint64_t off)
+/* All of iov[0..n) at off, whatever short writes the kernel makes; the
+ * iovecs are consumed.  0, or -1 with errno (ENOSPC for a write of 0). */
+static int pwritev_all(int fd, struct iovec *iov, int n, uint64_t off)
 {
-	const uint8_t *b = p;
-
 	while (n) {
-		ssize_t w = pwrite(fd, b, n, (off_t)off);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		if (w == 0) {
-			errno = ENOSPC;
-			return -1;
-		}
-		b += w;
-		n -= (size_t)w;
-		off += (uint64_t)w;
-	}
-	return 0;
-}
-
-/* zeros for the gaps pg_gather fills (at most a block long) */
-static const uint8_t gather_zeros[4096];
-
-void pg_gather_init(struct pg_gather *g, int fd, uint64_t fill_lo, uint64_t fill_hi)
-{
-	struct stat st;
-
-	g->fd = fd;
-	g->fill_lo = fill_lo;
-	g->fill_hi = fill_hi;
-	g->n = 0;
-	g->start = g->end = 0;
-	/* a gap of a whole block would allocate it: only shorter ones */
-	g->gap = 0;
-	if (fstat(fd, &st) == 0 && st.st_blksize >= 512)
-		g->gap = st.st_blksize < (blksize_t)sizeof(gather_zeros)
-			 ? (unsigned)st.st_blksize - 1 : (unsigned)sizeof(gather_zeros) - 1;
-}
-
-int pg_gather_flush(struct pg_gather *g)
-{
-	struct iovec *iov = g->iov;
-	int n = g->n;
-	uint64_t off = g->start;
-
-	g->n = 0;
-	while (n) {
-		ssize_t w = pwritev(g->fd, iov, n, (off_t)off);
+		ssize_t w = pwritev(fd, iov, n, (off_t)off);
 
 		if (w < 0) {
 			if (errno == EINTR)
@@ -293,6 +248,40 @@ int pg_gather_flush(struct pg_gather *g)
 		}
 	}
 	return 0;
+}
+
+int pg_pwrite_all(int fd, const void *p, size_t n, uint64_t off)
+{
+	struct iovec iov = { .iov_base = (void *)p, .iov_len = n };
+
+	return n ? pwritev_all(fd, &iov, 1, off) : 0;
+}
+
+/* zeros for the gaps pg_gather fills (at most a block long) */
+static const uint8_t gather_zeros[4096];
+
+void pg_gather_init(struct pg_gather *g, int fd, uint64_t fill_lo, uint64_t fill_hi)
+{
+	struct stat st;
+
+	g->fd = fd;
+	g->fill_lo = fill_lo;
+	g->fill_hi = fill_hi;
+	g->n = 0;
+	g->start = g->end = 0;
+	/* a gap of a whole block would allocate it: only shorter ones */
+	g->gap = 0;
+	if (fstat(fd, &st) == 0 && st.st_blksize >= 512)
+		g->gap = st.st_blksize < (blksize_t)sizeof(gather_zeros)
+			 ? (unsigned)st.st_blksize - 1 : (unsigned)sizeof(gather_zeros) - 1;
+}
+
+int pg_gather_flush(struct pg_gather *g)
+{
+	int n = g->n;
+
+	g->n = 0;
+	return pwritev_all(g->fd, g->iov, n, g->start);
 }
 
 int pg_gather_add(struct pg_gather *g, const void *p, size_t n, uint64_t off)
