@@ -214,5 +214,25 @@ class ReadmeXrayFdrTest(unittest.TestCase):
         self.assertEqual(calls, {"sum": "50.00", "fast": "25.00", "slow": "25.00"})
 
 
+class ManPagesRenderTest(unittest.TestCase):
+    """Every man page renders without a troff warning (a "\\f" a script
+    once wrote as a form feed rendered as nothing, with a warning)."""
+
+    def test_no_troff_warnings(self):
+        if not shutil.which("man"):
+            self.skipTest("no man")
+        mandir = os.path.join(ROOT, "man")
+        pages = sorted(n for n in os.listdir(mandir) if re.search(r"\.[1-8]$", n))
+        self.assertTrue(pages)
+        env = dict(os.environ, LC_ALL="C", MANWIDTH="80")
+        for n in pages:
+            with self.subTest(page=n):
+                p = subprocess.run(["man", "--warnings", "-l", os.path.join(mandir, n)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                   text=True, env=env, timeout=60)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertEqual(p.stderr, "", n)
+
+
 if __name__ == "__main__":
     unittest.main()
