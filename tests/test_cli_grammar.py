@@ -131,6 +131,10 @@ class Grammar(unittest.TestCase):
         a = self.ok(run(["elf", "-o", "a", "--list", V8_DUMP], cwd=d)).stdout
         b = self.ok(run(["elf", "-o", "b", "--list", "-i", V8_DUMP], cwd=d)).stdout
         self.assertEqual(a, b)
+        # and every command's --help says so
+        for cmd in ("dump", "elf", "gperf", "inject", "perf-map", "symbolize", "xray"):
+            with self.subTest(help=cmd):
+                self.assertIn(b"-i, --input", self.ok(run([cmd, "--help"])).stdout)
 
     def test_9_stdin_everywhere(self):
         """- is standard input in every command, a pipe sniffed like a file

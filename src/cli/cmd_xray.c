@@ -28,6 +28,8 @@ static void do_help(FILE *f)
 		   "                        relocatable object, or a YAML map from llvm-xray\n"
 		   "                        extract\n"
 		   "  -m, --instr-map MAP   the same as -b (llvm-xray's spelling)\n"
+		   "  -i, --input TRACE     a trace (repeatable; or as arguments; - for\n"
+		   "                        standard input)\n"
 		   "  -o, --output FILE     perf.data to write, - for a pipe (default: perf.data)\n"
 		   "  -F, --frequency HZ    samples per second of trace time (default: %d)\n"
 		   "  -z, --compression-level N\n"
