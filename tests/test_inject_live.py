@@ -259,14 +259,19 @@ class LiveAnonMap(unittest.TestCase):
         self.d = tempfile.mkdtemp(prefix="pg-live-anon-")
         self.addCleanup(shutil.rmtree, self.d, True)
 
-    def records(self, b, part):
+    def records(self, b, part, before_marker=False):
         pid, t0 = self.PID, self.T0
         dump = os.path.join(self.d, "jit-%d.dump" % pid)
         b.comm(pid, pid, "jit", t0 - 3_000_000)
+        if before_marker:
+            # a pipe's records come from several CPUs' buffers: the map can
+            # come before the dump's marker, while no dump is known yet
+            b.mmap2(pid, pid, self.P1, 0x2000, self.P1, "//anon", t0 + 1_000_000, prot=5)
         b.mmap2(pid, pid, 0x10000, 4096, 0, dump, t0 - 2_000_000, prot=5, role="marker")
         b.mmap2(pid, pid, self.P1, 0x1000, self.P1, "//anon", t0 - 100_000, prot=5)
         # both pages, after the first LOAD, before the second
-        b.mmap2(pid, pid, self.P1, 0x2000, self.P1, "//anon", t0 + 1_000_000, prot=5)
+        if not before_marker:
+            b.mmap2(pid, pid, self.P1, 0x2000, self.P1, "//anon", t0 + 1_000_000, prot=5)
         if part == 1:
             return
         b.sample(self.P1 + 8, pid, pid, t0 + 3_000_000)
@@ -274,6 +279,12 @@ class LiveAnonMap(unittest.TestCase):
         b.finished_round()
 
     def test_map_before_its_load_dropped_as_in_file_mode(self):
+        self.check(False)
+
+    def test_map_before_the_marker_undone(self):
+        self.check(True)
+
+    def check(self, before_marker):
         pid, t0 = self.PID, self.T0
         jd = jg.JitdumpBuilder(pid=pid)
         jd.load(b"jit_a", jg.x86_64_code(0x40, 1), self.P1, 1, timestamp=t0)
@@ -283,13 +294,13 @@ class LiveAnonMap(unittest.TestCase):
         parts = []
         for part in (1, 2):
             b = pg.PerfDataBuilder(attrs=[pg.Attr(ids=[7])], pipe=True)
-            self.records(b, part)
+            self.records(b, part, before_marker)
             parts.append(b.to_bytes())
         self.assertEqual(parts[1][:len(parts[0])], parts[0])
         dump = os.path.join(self.d, "jit-%d.dump" % pid)
         with open(dump, "wb") as f:
             f.write(whole[:hsize])
-        out = os.path.join(self.d, "live.data")
+        out = os.path.join(self.d, "live-%d.data" % before_marker)
         with open(out, "wb") as o:
             p = subprocess.Popen([pf.PERFGRAFT, "inject", "-q", "-N", "-i", "-", "-o", "-"],
                                  cwd=self.d, stdin=subprocess.PIPE, stdout=o,

@@ -48,6 +48,12 @@ struct pidinfo {
 	/* where maps start before their LOAD (cancel_early) */
 	uint64_t early_lo, early_hi;
 	unsigned early_checks;
+	/* executable anonymous maps written before first_load was known
+	 * (a pipe's records from several CPUs: one may come before the
+	 * dump's marker); a later set's maps under one are written again
+	 * after it, as if it had been dropped (rehide_anons) */
+	struct { uint64_t start, len, time; } anons[8];
+	unsigned nanons;
 	unsigned dumps;		/* dumps injected for it (image prefixes) */
 	bool by_hand;		/* a --jitdump dump: its markers are ignored */
 	const char *hand_path;	/* the first --jitdump of the pid */
@@ -524,6 +530,40 @@ static int push_staged(struct inj *j, size_t n)
 	return ret;
 }
 
+static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen);
+
+/* The last set's maps under an executable anonymous map the output has
+ * already (pidinfo.anons) and older than it: written again at its time,
+ * after it, so perf names the code from there on as it does when the
+ * map is dropped (file mode, output()).  Only maps from first_load on
+ * count, as output() drops only those. */
+static int rehide_anons(struct inj *j, uint32_t pid)
+{
+	struct pidinfo *pi = NULL;
+	size_t n, s = j->nsets - 1;
+	const struct pg_elf_map *m = pg_elfset_maps(j->sets[s], &n);
+	int ret = 0;
+
+	for (size_t k = 0; k < j->npids; k++)
+		if (j->pids[k].pid == pid)
+			pi = &j->pids[k];
+	for (unsigned a = 0; pi && a < pi->nanons && !ret; a++) {
+		if (pi->anons[a].time < pi->first_load)
+			continue;
+		for (size_t i = 0; i < n && !ret; i++) {
+			uint64_t t, lt;
+
+			map_times(j, s, i, &t, &lt);
+			if (m[i].pid == pid && t <= pi->anons[a].time &&
+			    overlaps(m[i].start, m[i].len, pi->anons[a].start, pi->anons[a].len)) {
+				ret = heap_push(j, (uint32_t)s, (uint32_t)i, pi->anons[a].time);
+				j->st->early++;
+			}
+		}
+	}
+	return ret;
+}
+
 /* Writes a dump's images and queues its MMAP2 records.  The set is j's
  * from here on, whatever happens (a failed run discards j's sets). */
 static int finish_dump(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool arch,
@@ -548,6 +588,8 @@ static int finish_dump(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool a
 		ret = add_image(j, pg_elfset_image(set, i));
 	if (!ret)
 		ret = push_staged(j, nevs);
+	if (!ret)
+		ret = rehide_anons(j, pi->pid);
 	if (!ret)
 		j->st->dumps++;
 	return ret;
@@ -1345,6 +1387,14 @@ static int output(struct inj *j, const struct pg_pd_rec *r)
 			if (pi && r->has_time && r->time >= pi->first_load) {
 				j->st->anon_dropped++;
 				return 0;
+			}
+			/* kept: a dump read later may still need to undo it */
+			if (j->live_in && r->has_time && (pi || (pi = pidinfo(j, mm.pid))) &&
+			    pi->nanons < sizeof(pi->anons) / sizeof(pi->anons[0])) {
+				pi->anons[pi->nanons].start = mm.start;
+				pi->anons[pi->nanons].len = mm.len;
+				pi->anons[pi->nanons].time = r->time;
+				pi->nanons++;
 			}
 		}
 	}
