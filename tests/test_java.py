@@ -703,34 +703,24 @@ def readme_attach_steps():
     return steps
 
 
-class AttachRunning(unittest.TestCase):
+class AttachRunning(JavaRun):
     """The README's running-JVM steps as written (placeholders filled in;
     perf and inject also keep out of ~/.debug), and the limits it states:
     a JVM started with -XX:+PreserveFramePointer, another without (which
     jcmd cannot turn it on in), both recorded by perf record -p PID after
     the attach; the second also once without -k mono."""
+    TAG = "running"
     RUN_MS = 120000
     ATTACH_AFTER = 1.5
 
     @classmethod
-    def setUpClass(cls):
+    def _setup(cls):
         cls.steps = readme_attach_steps()
         if len(cls.steps) != 4 or not cls.steps[1].startswith("jcmd PID JVMTI.agent_load ") \
                 or not cls.steps[2].startswith("perf record -k mono -g ") \
                 or not cls.steps[3].startswith("perfgraft inject "):
             raise AssertionError("README's running-JVM steps changed: %s" % cls.steps)
-        cls.tmp = mkdtemp("running")
-        try:
-            cls.runs = {pfp: cls._run(pfp) for pfp in (True, False)}
-        except BaseException:
-            cleanup_maps()
-            rmtree(cls.tmp)
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cleanup_maps()
-        rmtree(cls.tmp)
+        cls.runs = {pfp: cls._run(pfp) for pfp in (True, False)}
 
     @classmethod
     def _run(cls, pfp):
