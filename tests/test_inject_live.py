@@ -20,6 +20,7 @@ same run's rec.pipe:
 Binary under test: $PERFGRAFT (default build/perfgraft).
 """
 
+import json
 import os
 import re
 import shutil
@@ -173,8 +174,8 @@ class LivePipe(_Pipe, unittest.TestCase):
 
     def test_held_memory_bounded(self):
         # replayed at once, the records after the dump's last LOAD wait for
-        # node's EXIT: a 64 KiB bound makes them go out at the bound
-        bound = 64 << 10
+        # node's EXIT: a 16 KiB bound makes them go out at the bound
+        bound = 16 << 10
         _, _, err, _ = pf.run([pf.PERFGRAFT, "inject", "-i", "rec.pipe",
                                "-o", "-", "--image-dir", "held.d",
                                "--buildid-dir", self.bid,
@@ -186,8 +187,30 @@ class LivePipe(_Pipe, unittest.TestCase):
         self.assertTrue(m, err)
         self.assertLessEqual(float(m.group(1)) * 1048576,
                              bound + 65536 + 200, err)
-        self.assertGreater(int(m.group(2)), 0, err)
+        if int(m.group(2)) == 0:
+            after = self.samples_after_last_load()
+            if after < 400:
+                # on a loaded machine V8 may compile its last code at the
+                # very end: then nothing waits, and nothing is to check
+                self.skipTest("only %d samples after the dump's last LOAD "
+                              "in this recording" % after)
+            self.fail("%d samples after the dump's last LOAD, none written "
+                      "at the bound:\n%s" % (after, err))
         self.assertIn("--live-hold", err)
+
+    def samples_after_last_load(self):
+        dumps = [n for n in os.listdir(self.dir) if re.fullmatch(r"jit-\d+\.dump", n)]
+        self.assertEqual(len(dumps), 1, dumps)
+        _, out, _, _ = pf.run([pf.PERFGRAFT, "dump", "--json",
+                               os.path.join(self.dir, dumps[0])])
+        last = max(r["timestamp"] for r in json.loads(out)["records"]
+                   if r["type"] == "LOAD")
+        _, out, _, _ = pf.run(pf.perf_cmd(self.bid, "script", "-i", "rec.pipe",
+                                          "-F", "time", "--ns"), cwd=self.dir)
+        times = [int(a) * 10**9 + int(b) for a, b in
+                 re.findall(r"(?m)^\s*(\d+)\.(\d{9}):", out)]
+        self.assertTrue(times, out[:500])
+        return sum(1 for t in times if t > last)
 
 
 def built(path):
