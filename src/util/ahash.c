@@ -19,7 +19,11 @@
 #include "util/util.h"
 
 #define RING (1u << 16)	/* updates queued at most: an image's, behind the write of the one before it */
-#define STAGE 128		/* updates handed over at once */
+#define STAGE 1024		/* updates handed over at once, at most */
+/* bytes to digest handed over at once, at least: the worker drains a
+ * hand-over faster than the caller stages the next, so each one woke it
+ * (a futex call and a switch on both sides) */
+#define STAGE_BYTES (256u << 10)
 #define CHUNK (1u << 20)	/* arena chunk */
 #define ARENA_MAX (8u << 20)	/* copied bytes queued before the caller waits */
 
@@ -47,6 +51,7 @@ struct pg_ahash {
 	bool quit;
 	struct upd stage[STAGE];	/* the caller's, not yet handed over */
 	size_t nstage;
+	size_t stage_bytes;	/* their lengths */
 	struct chunk *arena;	/* the caller's: copies of queued bytes */
 	size_t arena_bytes;
 };
@@ -129,6 +134,7 @@ static void hand_over(struct pg_ahash *h)
 		h->ring[(h->tail + i) % RING] = h->stage[i];
 	h->tail += h->nstage;
 	h->nstage = 0;
+	h->stage_bytes = 0;
 	pthread_cond_signal(&h->work);
 	pthread_mutex_unlock(&h->mu);
 }
@@ -165,9 +171,10 @@ void pg_ahash_update(struct pg_ahash *h, struct sha1_ctx *ctx, const void *p, si
 		pg_inputs_touched(len);
 		return;
 	}
-	if (h->nstage == STAGE)
-		hand_over(h);
 	h->stage[h->nstage++] = (struct upd){ ctx, p, len, NULL };
+	h->stage_bytes += len;
+	if (h->nstage == STAGE || h->stage_bytes >= STAGE_BYTES)
+		hand_over(h);
 }
 
 void pg_ahash_run(struct pg_ahash *h, void (*fn)(void *), void *arg)
