@@ -128,7 +128,10 @@ static int commit_backup(struct pg_outfile *f, int todirfd, const char *toname,
 		ret = pg_err(d, -ENOMEM, "out of memory");
 		goto out;
 	}
-	snprintf(old, n, "%s.old", toname);
+	/* not snprintf: gcc -fsanitize=address took toname for NULL there
+	 * (-Wformat-truncation) */
+	memcpy(old, toname, n - 40);
+	memcpy(old + n - 40, ".old", 5);
 	if (fstatat(todirfd, toname, &st, 0) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
 		for (int tries = 0; tries < 100 && !kept; tries++) {
 			if (pg_tmpname(keep, n, old, (unsigned)rand() ^ (unsigned)tries) < 0)
