@@ -787,25 +787,14 @@ static int finish_file(pg_pdw *w)
 		if (ret)
 			return ret;
 	}
+	/* the entries follow the BUILD_ID feature's body as they are, not
+	 * copied into it: a copy was one more of every image's path */
 	if (w->build_ids.len) {
-		bool merged = false;
+		bool have = false;
 
-		for (size_t i = 0; i < w->nfeats; i++) {
-			struct feat *f = &w->feats[i];
-
-			if (f->bit != PG_FEAT_BUILD_ID)
-				continue;
-			uint8_t *nb = realloc(f->body, (size_t)f->size + w->build_ids.len);
-
-			if (!nb)
-				return pg_err(w->diag, -ENOMEM, "out of memory");
-			memcpy(nb + f->size, w->build_ids.p, w->build_ids.len);
-			f->body = nb;
-			f->size += w->build_ids.len;
-			merged = true;
-		}
-		if (!merged && (ret = pg_pdw_add_feature(w, PG_FEAT_BUILD_ID, w->build_ids.p,
-							 w->build_ids.len)))
+		for (size_t i = 0; i < w->nfeats; i++)
+			have |= w->feats[i].bit == PG_FEAT_BUILD_ID;
+		if (!have && (ret = pg_pdw_add_feature(w, PG_FEAT_BUILD_ID, "", 0)))
 			return ret;
 	}
 	if (w->nfeats)
@@ -816,13 +805,19 @@ static int finish_file(pg_pdw *w)
 		if (i && w->feats[i].bit == w->feats[i - 1].bit)
 			return pg_err(w->diag, -EINVAL, "feature %u given twice", w->feats[i].bit);
 		bitmap[w->feats[i].bit / 64] |= 1ull << (w->feats[i].bit % 64);
+		uint64_t size = w->feats[i].size +
+				(w->feats[i].bit == PG_FEAT_BUILD_ID ? w->build_ids.len : 0);
+
 		pg_buf_u64(&t, body_off);
-		pg_buf_u64(&t, w->feats[i].size);
-		body_off += w->feats[i].size;
+		pg_buf_u64(&t, size);
+		body_off += size;
 	}
 	ret = out_buf(w, &t);
-	for (size_t i = 0; !ret && i < w->nfeats; i++)
+	for (size_t i = 0; !ret && i < w->nfeats; i++) {
 		ret = out(w, w->feats[i].body, w->feats[i].size);
+		if (!ret && w->feats[i].bit == PG_FEAT_BUILD_ID && w->build_ids.len)
+			ret = out(w, w->build_ids.p, w->build_ids.len);
+	}
 	pg_buf_free(&t);
 	if (ret)
 		return ret;
