@@ -77,6 +77,10 @@ struct inj {
 	size_t nimgs;
 	char *path;
 	size_t path_cap;
+	/* file mode: the build-id entries made at the output's end
+	 * (build_id_ent), from the images of the sets; their cursor */
+	bool bid_later;
+	size_t bid_set, bid_img;
 	struct pidinfo *pids;
 	size_t npids, pids_cap;
 	struct pg_strmap seen;	/* dumps read (or tried), by file (seen_before); owns its keys */
@@ -161,6 +165,7 @@ struct held {			/* a record held back, with its own copy */
 
 struct setinfo {
 	uint32_t nimgs;		/* its images, once all are in the output */
+	uint32_t nbids;		/* those with a build-id entry */
 	bool arch;		/* its times are TSC */
 };
 
@@ -459,16 +464,46 @@ static uint64_t tsc_to_perf(const struct pg_pd_time_conv *tc, uint64_t cyc)
 
 static int add_image(struct inj *j, const struct pg_elf_image *ei)
 {
-	/* the final name: in file mode it is taken only when the output is
-	 * complete, and rename keeps the inode the set recorded */
-	const char *abs = image_path(j, ei);
+	const char *abs;
 
-	if (!abs)
-		return pg_err(j->diag, -ENOMEM, "out of memory");
 	j->nimgs++;
 	j->st->images++;
 	j->st->image_bytes += ei->size;
+	if (j->bid_later) {	/* made again at the end: build_id_ent */
+		j->setinfo[j->nsets - 1].nbids++;
+		return 0;
+	}
+	/* the final name: in file mode it is taken only when the output is
+	 * complete, and rename keeps the inode the set recorded */
+	abs = image_path(j, ei);
+	if (!abs)
+		return pg_err(j->diag, -ENOMEM, "out of memory");
 	return pg_pdw_build_id(j->w, HOST_PID, PG_PERF_RECORD_MISC_USER, ei->build_id, 20, abs);
+}
+
+/* pg_pdw_build_id_fn: entry i of those add_image() did not add, in the
+ * order it met their images; i counts up from 0. */
+static int build_id_ent(void *ctx, size_t i, struct pg_pdw_build_id_ent *e)
+{
+	struct inj *j = ctx;
+	const struct pg_elf_image *ei;
+	const char *abs;
+
+	if (i == 0)
+		j->bid_set = j->bid_img = 0;
+	while (j->bid_set < j->nsets && j->bid_img >= j->setinfo[j->bid_set].nbids) {
+		j->bid_set++;
+		j->bid_img = 0;
+	}
+	if (j->bid_set == j->nsets)
+		return 0;
+	ei = pg_elfset_image(j->sets[j->bid_set], j->bid_img++);
+	abs = image_path(j, ei);
+	if (!abs)
+		return -ENOMEM;
+	*e = (struct pg_pdw_build_id_ent){ .pid = HOST_PID, .misc = PG_PERF_RECORD_MISC_USER,
+					   .id = ei->build_id, .id_size = 20, .filename = abs };
+	return 1;
 }
 
 /* Map i of set s on perf's clock: when it starts, and when its LOAD was
@@ -682,7 +717,7 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 	pg_code_source *src = NULL;
 	pg_elfset *set = NULL;
 	struct pidinfo *pi;
-	uint32_t base_img = (uint32_t)j->nimgs;
+	size_t base_img = j->nimgs, base_set = j->nsets;
 	char prefix[64];
 	bool arch, fatal = false;
 	pg_warn_fn warn = dd->warn;
@@ -834,7 +869,10 @@ fail:
 	if (lv)			/* what it gave so far stays; no more waiting */
 		lv->ended = lv->final_done = true;
 	pg_elfset_discard(set);
+	/* its images are not in the output: none for the build-id cache */
 	j->nimgs = base_img;
+	for (size_t s = base_set; s < j->nsets; s++)
+		j->setinfo[s].nimgs = 0;
 	/* a dump that changed while read (zeros where it shrank) fails the
 	 * run, as the commit would: not a damaged dump left out */
 	if (!fatal && pg_inputs_check(dd) < 0)
@@ -1541,6 +1579,7 @@ static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 	ret = pg_pdw_open(o->output, &wo, diag, &j.w);
 	if (ret)
 		goto out;
+	j.bid_later = pg_pdw_build_ids_later(j.w, build_id_ent, &j);
 
 	if (!pg_perfdata_pipe(j.pd)) {
 		for (size_t i = 0; !ret && i < pg_perfdata_nattrs(j.pd); i++) {
