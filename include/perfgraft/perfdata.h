@@ -314,6 +314,24 @@ int pg_pdw_write(pg_pdw *w, const void *rec, size_t size, const void *extra,
  * when larger or when filename does not fit a record. */
 int pg_pdw_build_id(pg_pdw *w, int32_t pid, uint16_t misc, const uint8_t *id,
 		    unsigned id_size, const char *filename);
+/* File mode: build-id entries made when the file is finished (after
+ * those pg_pdw_build_id() added), rather than each kept until then (an
+ * output with an image of each function has many): fn(ctx, i, e) fills
+ * *e with entry i and returns 1, returns 0 past the last one, or a
+ * negative errno.  It is called for i = 0, 1, ... twice (the sizes, then
+ * the bytes) and must give the same entries both times; e's pointers
+ * need to stay valid only until its next call.  Returns false in pipe
+ * mode, where an entry is a record written when it is known
+ * (pg_pdw_build_id). */
+struct pg_pdw_build_id_ent {
+	int32_t pid;
+	uint16_t misc;
+	const uint8_t *id;
+	unsigned id_size;
+	const char *filename;
+};
+typedef int (*pg_pdw_build_id_fn)(void *ctx, size_t i, struct pg_pdw_build_id_ent *e);
+bool pg_pdw_build_ids_later(pg_pdw *w, pg_pdw_build_id_fn fn, void *ctx);
 /* Encode an MMAP2 (inode form) with a sample_id trailer for attr a (from
  * pg_perfdata_attr(); NULL: no trailer) and write it as a record. */
 struct pg_pdw_mmap2 {

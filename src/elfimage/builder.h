@@ -183,14 +183,20 @@ struct pg_elfset {
 	size_t loaded_cap;
 };
 
-/* What happened to an image's file, beside its public struct. */
+/* What happened to an image's file, beside its public struct: a few
+ * bytes, as a per-function dump has an image of each function.  The
+ * temporary's name is not kept but made again (files.c tmp_name). */
 struct pend {
-	struct pg_outfile of;	/* the finished temporary, until commit */
-	bool pending;		/* of holds a temporary */
-	bool created;		/* committed: the final name is this set's file */
-	long reg;		/* created and registered for removal on a signal */
-	bool made_dir;		/* "SUB/NAME": SUB created by this set's commit */
-	long dreg;		/* and registered, or -1 */
+	/* pending: the temporary's registration for removal on a signal;
+	 * created: the final name's; else -1 (pg_cleanup_add handles are
+	 * below 4 M) */
+	int32_t reg;
+	int32_t dreg;		/* made_dir: SUB's registration, or -1 */
+	uint32_t rnd;		/* the temporary's pg_tmpname() */
+	bool pending : 1;	/* a temporary finished (or being written) */
+	bool direct : 1;	/* not a regular file: written in place, no temporary */
+	bool created : 1;	/* committed: the final name is this set's file */
+	bool made_dir : 1;	/* "SUB/NAME": SUB created by this set's commit */
 };
 
 /* Where every part of an image goes (file offsets, == vaddrs inside the
@@ -280,5 +286,7 @@ int pg_files_close_pack(pg_elfset *set);
 /* Waits for the images being written; the first failure is returned,
  * and reported when report is set. */
 int pg_files_join(pg_elfset *set, bool report);
+/* Removes the temporaries not committed (pg_elfset_free). */
+void pg_files_abort_pending(pg_elfset *set);
 
 #endif

@@ -64,11 +64,7 @@ int pg_files_new_image(pg_elfset *set, const char *want, struct img **out)
 	if (!pg_grow((void **)&set->images, &set->cap, set->nimages + 1, sizeof(*set->images)) ||
 	    !pg_grow((void **)&set->pend, &set->pend_cap, set->nimages + 1, sizeof(*set->pend)))
 		return pg_err(set->diag, -ENOMEM, "out of memory");
-	memset(&set->pend[set->nimages], 0, sizeof(*set->pend));
-	set->pend[set->nimages].reg = -1;
-	set->pend[set->nimages].of.fd = -1;
-	set->pend[set->nimages].of.reg = -1;
-	set->pend[set->nimages].dreg = -1;
+	set->pend[set->nimages] = (struct pend){ .reg = -1, .dreg = -1 };
 	im = calloc(1, sizeof(*im));
 	if (!im)
 		return pg_err(set->diag, -ENOMEM, "out of memory");
@@ -188,6 +184,53 @@ static void job_free(struct wjob *jb)
 	free(jb);
 }
 
+/* The name an image's temporary is written under, beside its final
+ * name: "SUB/NAME" is written as "SUB.so", renamed into SUB at commit. */
+static const char *flat_name(const struct pg_elf_image *pi, char flat[NAME_MAX + 1])
+{
+	const char *sl = strchr(pi->name, '/');
+
+	if (!sl)
+		return pi->name;
+	snprintf(flat, NAME_MAX + 1, "%.*s.so", (int)(sl - pi->name), pi->name);
+	return flat;
+}
+
+/* The temporary's name, made again from the image's and its rnd (as
+ * pg_tmpfile_open made it): not kept for each image. */
+static void tmp_name(const struct pg_elf_image *pi, const struct pend *p,
+		     char buf[NAME_MAX + 41])
+{
+	char flat[NAME_MAX + 1];
+
+	/* it fitted when the file was opened */
+	(void)pg_tmpname(buf, NAME_MAX + 41, flat_name(pi, flat), p->rnd);
+}
+
+/* Removes image i's temporary (not written in place, no file to
+ * remove) and its registration. */
+static void tmp_abort(pg_elfset *set, size_t i)
+{
+	struct pend *p = &set->pend[i];
+	char tmp[NAME_MAX + 41];
+
+	if (!p->pending)
+		return;
+	if (!p->direct) {
+		tmp_name(&set->images[i], p, tmp);
+		unlinkat(set->dirfd, tmp, 0);
+	}
+	pg_cleanup_del(p->reg);
+	p->reg = -1;
+	p->pending = false;
+}
+
+void pg_files_abort_pending(pg_elfset *set)
+{
+	for (size_t i = 0; i < set->nimages; i++)
+		tmp_abort(set, i);
+}
+
 /* The write, on the worker thread (or at once without one). */
 static void run_job(void *arg)
 {
@@ -220,21 +263,24 @@ int pg_files_join(pg_elfset *set, bool report)
 	pg_ahash_wait(set->ah);
 	for (size_t i = 0; i < set->njobs; i++) {
 		struct wjob *jb = set->jobs[i];
-		struct pend *p = &set->pend[jb->pub];
 		int r = jb->ret;
 
 		if (!r) {
 			set->images[jb->pub].size = jb->size;
-			r = pg_outfile_finish(&p->of, set->diag);
-			if (r && !ret)
-				pg_err(set->diag, r, "%s: %s", set->images[jb->pub].path, strerror(-r));
+			if (close(jb->fd) < 0) {
+				r = -errno;
+				if (!ret)
+					pg_err(set->diag, r, "%s: %s", set->images[jb->pub].path,
+					       strerror(-r));
+			}
 		} else {
-			pg_outfile_abort(&p->of);
+			close(jb->fd);
 			if (!ret)
 				pg_err(set->diag, r, "%s", jb->d.err);
 		}
+		jb->fd = -1;
 		if (r) {
-			p->pending = false;
+			tmp_abort(set, jb->pub);
 			set->images[jb->pub].written = false;
 			if (!ret)
 				ret = r;
@@ -253,11 +299,14 @@ static int write_file(pg_elfset *set, struct wjob *jb)
 {
 	struct img *im = jb->im;
 	struct pg_elf_image *pi = &set->images[im->pub];
+	struct pend *p = &set->pend[im->pub];
 	const char *sl = strchr(pi->name, '/');
 	char flat[NAME_MAX + 1];
-	struct pg_outfile of;
+	unsigned rnd = 0;
+	bool direct;
 	struct stat st;
-	int ret;
+	long reg;
+	int ret, fd;
 
 	/* each job holds its temporary open: a few at a time (a fallback to
 	 * the packed layout may write an image a CFI function in finish) */
@@ -266,38 +315,40 @@ static int write_file(pg_elfset *set, struct wjob *jb)
 		return ret;
 	}
 	/* "SUB/NAME": the temporary beside SUB, renamed into it at commit */
-	if (sl)
-		snprintf(flat, sizeof(flat), "%.*s.so", (int)(sl - pi->name), pi->name);
-	ret = pg_outfile_open(&of, set->dirfd, sl ? flat : pi->name, set->diag);
-	if (ret) {
+	fd = pg_tmpfile_open(set->dirfd, flat_name(pi, flat), 0644, &direct, &rnd, &reg,
+			     set->diag);
+	if (fd < 0) {
 		job_free(jb);
-		return ret;
+		return fd;
 	}
-	if (sl && of.direct) {
-		pg_outfile_abort(&of);
+	/* the pend holds it from here on: tmp_abort removes it */
+	*p = (struct pend){ .reg = (int32_t)reg, .dreg = -1, .rnd = rnd, .pending = true,
+			    .direct = direct };
+	if (sl && direct) {
+		close(fd);
+		tmp_abort(set, im->pub);
 		job_free(jb);
 		return pg_err(set->diag, -EEXIST, "%s/%s: not a regular file", set->dir, flat);
 	}
 	jb->path = strdup(pi->path);
 	if (!jb->path ||
 	    !pg_grow((void **)&set->jobs, &set->jobs_cap, set->njobs + 1, sizeof(*set->jobs))) {
-		pg_outfile_abort(&of);
+		close(fd);
+		tmp_abort(set, im->pub);
 		job_free(jb);
 		return pg_err(set->diag, -ENOMEM, "out of memory");
 	}
-	if (fstat(of.fd, &st) == 0) {
+	if (fstat(fd, &st) == 0) {
 		pi->dev = st.st_dev;
 		pi->ino = st.st_ino;
 	}
 	memcpy(jb->build_id, pi->build_id, BUILD_ID_SIZE);
 	jb->o = (struct emit_out){ .hdr = &set->hdr, .build_id = jb->build_id, .path = jb->path,
 				   .diag = &jb->d };
-	jb->fd = of.fd;
+	jb->fd = fd;
 	jb->pub = im->pub;
 	jb->zdebug = set->zdebug;
 	jb->dump_name = set->dump_name;
-	set->pend[im->pub].of = of;
-	set->pend[im->pub].pending = true;
 	pi->written = true;	/* its size once joined */
 	set->jobs[set->njobs++] = jb;
 	pg_ahash_run(set->ah, run_job, jb);
@@ -358,23 +409,54 @@ static void drop_dir(pg_elfset *set, const struct pg_elf_image *pi, struct pend 
 	p->made_dir = false;
 }
 
+/* Renames image i's temporary to toname in todirfd (nothing to rename
+ * when it was written in place); removed on failure.  Its registration
+ * goes with it. */
+static int tmp_commit(pg_elfset *set, size_t i, int todirfd, const char *toname)
+{
+	struct pend *p = &set->pend[i];
+	char tmp[NAME_MAX + 41];
+	/* an input that changed while it was read may be in these bytes */
+	int ret = pg_inputs_check(set->diag);
+
+	if (!ret && !p->direct) {
+		tmp_name(&set->images[i], p, tmp);
+		/* rename gives the name a new inode: a hard link that perf's
+		 * build-id cache holds to an earlier image keeps the earlier
+		 * bytes */
+		if (renameat(set->dirfd, tmp, todirfd, toname) < 0)
+			ret = pg_err(set->diag, -errno, "cannot rename to '%s': %s", toname,
+				     strerror(errno));
+	}
+	if (ret) {
+		tmp_abort(set, i);
+		return ret;
+	}
+	pg_cleanup_del(p->reg);
+	p->reg = -1;
+	p->pending = false;
+	return 0;
+}
+
 /* Renames an image's temporary to its name; "SUB/NAME" into SUB, made
  * here when missing and never followed when it is a symbolic link. */
-static int commit_file(pg_elfset *set, const struct pg_elf_image *pi, struct pend *p)
+static int commit_file(pg_elfset *set, size_t i)
 {
+	const struct pg_elf_image *pi = &set->images[i];
+	struct pend *p = &set->pend[i];
 	const char *sl = strchr(pi->name, '/');
 	char sub[NAME_MAX + 1];
 	int subfd, ret;
 
 	if (!sl)
-		return pg_outfile_commit(&p->of, set->diag);
+		return tmp_commit(set, i, set->dirfd, pi->name);
 	snprintf(sub, sizeof(sub), "%.*s", (int)(sl - pi->name), pi->name);
 	if (mkdirat(set->dirfd, sub, 0755) == 0) {
 		p->made_dir = true;
-		p->dreg = pg_cleanup_add(set->dirfd, sub, true);
+		p->dreg = (int32_t)pg_cleanup_add(set->dirfd, sub, true);
 	} else if (errno != EEXIST) {
 		ret = pg_err(set->diag, -errno, "%s/%s: %s", set->dir, sub, strerror(errno));
-		pg_outfile_abort(&p->of);
+		tmp_abort(set, i);
 		return ret;
 	}
 	subfd = openat(set->dirfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -387,10 +469,10 @@ static int commit_file(pg_elfset *set, const struct pg_elf_image *pi, struct pen
 
 		ret = pg_err(set->diag, -e, "%s/%s: %s", set->dir, sub,
 			     link ? "is a symbolic link; not following it" : strerror(e));
-		pg_outfile_abort(&p->of);
+		tmp_abort(set, i);
 		return ret;
 	}
-	ret = pg_outfile_commit_at(&p->of, subfd, sl + 1, set->diag);
+	ret = tmp_commit(set, i, subfd, sl + 1);
 	close(subfd);
 	return ret;
 }
@@ -403,6 +485,7 @@ int pg_elfset_commit(pg_elfset *set)
 		return jret;
 	for (size_t i = 0; i < set->nimages; i++) {
 		struct pend *p = &set->pend[i];
+		long reg;
 		int ret;
 
 		if (!p->pending)
@@ -410,16 +493,15 @@ int pg_elfset_commit(pg_elfset *set)
 		/* the final name is listed before it exists (no moment where a
 		 * signal finds it unlisted); only names no file had are committed
 		 * here for inject, and elf commits with the signals blocked */
-		p->reg = pg_cleanup_add(set->dirfd, set->images[i].name, false);
-		ret = commit_file(set, &set->images[i], p);
-		p->pending = false;
+		reg = pg_cleanup_add(set->dirfd, set->images[i].name, false);
+		ret = commit_file(set, i);	/* the temporary is gone either way */
 		if (ret) {
-			pg_cleanup_del(p->reg);
-			p->reg = -1;
+			pg_cleanup_del(reg);
 			drop_dir(set, &set->images[i], p);
 			set->images[i].written = false;
 			return ret;
 		}
+		p->reg = (int32_t)reg;
 		p->created = true;
 	}
 	return 0;
@@ -428,8 +510,10 @@ int pg_elfset_commit(pg_elfset *set)
 void pg_elfset_keep(pg_elfset *set)
 {
 	for (size_t i = 0; set && i < set->nimages; i++) {
-		pg_cleanup_del(set->pend[i].reg);
-		set->pend[i].reg = -1;
+		if (!set->pend[i].pending) {	/* else reg is its temporary's */
+			pg_cleanup_del(set->pend[i].reg);
+			set->pend[i].reg = -1;
+		}
 		set->pend[i].created = false;	/* discard leaves it too */
 		pg_cleanup_del(set->pend[i].dreg);
 		set->pend[i].dreg = -1;
@@ -444,14 +528,16 @@ void pg_elfset_discard(pg_elfset *set)
 	for (size_t i = 0; set && i < set->nimages; i++) {
 		struct pend *p = &set->pend[i];
 
-		if (p->pending)
-			pg_outfile_abort(&p->of);
-		if (p->created)
-			unlinkat(set->dirfd, set->images[i].name, 0);
+		if (p->pending) {
+			tmp_abort(set, i);
+		} else {
+			if (p->created)
+				unlinkat(set->dirfd, set->images[i].name, 0);
+			pg_cleanup_del(p->reg);
+			p->reg = -1;
+		}
 		drop_dir(set, &set->images[i], p);
-		pg_cleanup_del(p->reg);
-		p->reg = -1;
-		p->pending = p->created = false;
+		p->created = false;
 		set->images[i].written = false;
 	}
 }

@@ -365,9 +365,7 @@ void pg_elfset_free(pg_elfset *set)
 	if (!set)
 		return;
 	(void)pg_files_join(set, false);
-	for (size_t i = 0; i < set->nimages; i++)
-		if (set->pend[i].pending)
-			pg_outfile_abort(&set->pend[i].of);
+	pg_files_abort_pending(set);
 	pg_elfset_keep(set);
 	free(set->pend);
 	pg_files_free_image(set->pack);

@@ -35,13 +35,6 @@ struct event {			/* an MMAP2 to inject: a set's map (its time the key's) */
 	uint32_t set, map;	/* index into inj->sets, into its maps */
 };
 
-struct image {			/* a written image, as MMAP2 records name it */
-	char *path;		/* absolute */
-	uint32_t maj, min;
-	uint64_t ino;
-	uint8_t build_id[20];	/* for perf's build-id cache (cache_images) */
-};
-
 struct pidinfo {
 	uint32_t pid;
 	uint64_t first_load;	/* anon maps of pid after this are dropped */
@@ -78,8 +71,16 @@ struct inj {
 	size_t nslots, evs_cap;
 	uint32_t *freeslots;
 	size_t nfree, free_cap;
-	struct image *imgs;
-	size_t nimgs, imgs_cap;
+	/* the images written: each set's own (pg_elfset_image), their
+	 * absolute paths made in path when needed (nothing kept by image: a
+	 * per-function dump has one per function) */
+	size_t nimgs;
+	char *path;
+	size_t path_cap;
+	/* file mode: the build-id entries made at the output's end
+	 * (build_id_ent), from the images of the sets; their cursor */
+	bool bid_later;
+	size_t bid_set, bid_img;
 	struct pidinfo *pids;
 	size_t npids, pids_cap;
 	struct pg_strmap seen;	/* dumps read (or tried), by file (seen_before); owns its keys */
@@ -163,7 +164,8 @@ struct held {			/* a record held back, with its own copy */
 };
 
 struct setinfo {
-	uint32_t base_img;	/* its image 0 in imgs */
+	uint32_t nimgs;		/* its images, once all are in the output */
+	uint32_t nbids;		/* those with a build-id entry */
 	bool arch;		/* its times are TSC */
 };
 
@@ -309,6 +311,20 @@ static int commit_sets(struct inj *j)
 	return ret;
 }
 
+/* The absolute path of an image (in j->path, until the next call), or
+ * NULL when out of memory: j->abs_dir and its name. */
+static const char *image_path(struct inj *j, const struct pg_elf_image *ei)
+{
+	size_t dl = strlen(j->abs_dir), n = dl + 1 + strlen(ei->name) + 1;
+
+	if (!pg_grow((void **)&j->path, &j->path_cap, n, 1))
+		return NULL;
+	memcpy(j->path, j->abs_dir, dl);
+	j->path[dl] = '/';
+	memcpy(j->path + dl + 1, ei->name, n - dl - 1);
+	return j->path;
+}
+
 /* Every image also in perf's build-id cache (bidcache.h), so that the
  * output resolves after it moved or travelled (perf archive).  Once the
  * output is complete: a cache that cannot be written is a warning, since
@@ -327,10 +343,19 @@ static void cache_images(struct inj *j)
 			j->image_dir);
 		return;
 	}
-	for (size_t i = 0; i < j->nimgs; i++) {
-		if (pg_bidcache_add(dir, j->imgs[i].path, j->imgs[i].build_id, &c, &cd) < 0) {
+	for (size_t s = 0, i = 0; s < j->nsets; s++, i = 0) {
+		const struct pg_elf_image *ei = NULL;
+		const char *p = NULL;
+
+		for (; i < j->setinfo[s].nimgs; i++) {
+			ei = pg_elfset_image(j->sets[s], i);
+			p = image_path(j, ei);
+			if (!p || pg_bidcache_add(dir, p, ei->build_id, &c, &cd) < 0)
+				break;
+		}
+		if (i < j->setinfo[s].nimgs) {
 			pg_warn(j->diag, "build-id cache %s: %s; the images are found only while %s stays where it is",
-				dir, cd.err, j->image_dir);
+				dir, p ? cd.err : "out of memory", j->image_dir);
 			break;
 		}
 	}
@@ -346,7 +371,8 @@ static int emit(struct inj *j, const struct event *e, uint64_t time)
 {
 	size_t n;
 	const struct pg_elf_map *mp = &pg_elfset_maps(j->sets[e->set], &n)[e->map];
-	const struct image *im = &j->imgs[j->setinfo[e->set].base_img + mp->image];
+	const struct pg_elf_image *im = pg_elfset_image(j->sets[e->set], mp->image);
+	const char *path;
 
 	/* a pipe's reader may open an image as soon as its MMAP2 arrives:
 	 * the images read so far get their names before the first one goes
@@ -360,12 +386,15 @@ static int emit(struct inj *j, const struct event *e, uint64_t time)
 		if (ret)
 			return ret;
 	}
+	path = image_path(j, im);
+	if (!path)
+		return pg_err(j->diag, -ENOMEM, "out of memory");
 	struct pg_pdw_mmap2 m = {
 		.pid = mp->pid, .tid = mp->tid,
 		.start = mp->start, .len = mp->len, .pgoff = mp->pgoff,
-		.maj = im->maj, .min = im->min, .ino = im->ino, .ino_generation = 0,
-		.prot = PROT_RX, .flags = MAP_PRIVATE_FLAG,
-		.filename = im->path, .time = time, .id = j->mmap_id,
+		.maj = major(im->dev), .min = minor(im->dev), .ino = im->ino,
+		.ino_generation = 0, .prot = PROT_RX, .flags = MAP_PRIVATE_FLAG,
+		.filename = path, .time = time, .id = j->mmap_id,
 	};
 
 	j->st->mmaps_injected++;
@@ -435,27 +464,46 @@ static uint64_t tsc_to_perf(const struct pg_pd_time_conv *tc, uint64_t cyc)
 
 static int add_image(struct inj *j, const struct pg_elf_image *ei)
 {
-	struct image *im;
-	char *abs;
+	const char *abs;
 
-	/* the final name: in file mode it is taken only when the output is
-	 * complete, and rename keeps the inode recorded here */
-	if (asprintf(&abs, "%s/%s", j->abs_dir, ei->name) < 0)
-		return pg_err(j->diag, -ENOMEM, "out of memory");
-	if (!pg_grow((void **)&j->imgs, &j->imgs_cap, j->nimgs + 1, sizeof(*j->imgs))) {
-		free(abs);
-		return pg_err(j->diag, -ENOMEM, "out of memory");
-	}
-	im = &j->imgs[j->nimgs];
-	im->path = abs;
-	im->maj = major(ei->dev);
-	im->min = minor(ei->dev);
-	im->ino = ei->ino;
-	memcpy(im->build_id, ei->build_id, sizeof(im->build_id));
 	j->nimgs++;
 	j->st->images++;
 	j->st->image_bytes += ei->size;
+	if (j->bid_later) {	/* made again at the end: build_id_ent */
+		j->setinfo[j->nsets - 1].nbids++;
+		return 0;
+	}
+	/* the final name: in file mode it is taken only when the output is
+	 * complete, and rename keeps the inode the set recorded */
+	abs = image_path(j, ei);
+	if (!abs)
+		return pg_err(j->diag, -ENOMEM, "out of memory");
 	return pg_pdw_build_id(j->w, HOST_PID, PG_PERF_RECORD_MISC_USER, ei->build_id, 20, abs);
+}
+
+/* pg_pdw_build_id_fn: entry i of those add_image() did not add, in the
+ * order it met their images; i counts up from 0. */
+static int build_id_ent(void *ctx, size_t i, struct pg_pdw_build_id_ent *e)
+{
+	struct inj *j = ctx;
+	const struct pg_elf_image *ei;
+	const char *abs;
+
+	if (i == 0)
+		j->bid_set = j->bid_img = 0;
+	while (j->bid_set < j->nsets && j->bid_img >= j->setinfo[j->bid_set].nbids) {
+		j->bid_set++;
+		j->bid_img = 0;
+	}
+	if (j->bid_set == j->nsets)
+		return 0;
+	ei = pg_elfset_image(j->sets[j->bid_set], j->bid_img++);
+	abs = image_path(j, ei);
+	if (!abs)
+		return -ENOMEM;
+	*e = (struct pg_pdw_build_id_ent){ .pid = HOST_PID, .misc = PG_PERF_RECORD_MISC_USER,
+					   .id = ei->build_id, .id_size = 20, .filename = abs };
+	return 1;
 }
 
 /* Map i of set s on perf's clock: when it starts, and when its LOAD was
@@ -569,7 +617,6 @@ static int rehide_anons(struct inj *j, uint32_t pid)
 static int finish_dump(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool arch,
 		       struct pg_diag *dd)
 {
-	uint32_t base_img = (uint32_t)j->nimgs;
 	size_t nevs = 0;
 	int ret;
 
@@ -579,13 +626,15 @@ static int finish_dump(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool a
 		pg_elfset_free(set);
 		return pg_err(dd, -ENOMEM, "out of memory");
 	}
-	j->setinfo[j->nsets] = (struct setinfo){ .base_img = base_img, .arch = arch };
+	j->setinfo[j->nsets] = (struct setinfo){ .arch = arch };
 	j->sets[j->nsets++] = set;
 	ret = pg_elfset_finish(set);
 	if (!ret)
 		ret = queue_maps(j, pi, &nevs);
 	for (size_t i = 0; !ret && i < pg_elfset_count(set); i++)
 		ret = add_image(j, pg_elfset_image(set, i));
+	if (!ret)
+		j->setinfo[j->nsets - 1].nimgs = (uint32_t)pg_elfset_count(set);
 	if (!ret)
 		ret = push_staged(j, nevs);
 	if (!ret)
@@ -668,7 +717,7 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 	pg_code_source *src = NULL;
 	pg_elfset *set = NULL;
 	struct pidinfo *pi;
-	uint32_t base_img = (uint32_t)j->nimgs;
+	size_t base_img = j->nimgs, base_set = j->nsets;
 	char prefix[64];
 	bool arch, fatal = false;
 	pg_warn_fn warn = dd->warn;
@@ -820,9 +869,10 @@ fail:
 	if (lv)			/* what it gave so far stays; no more waiting */
 		lv->ended = lv->final_done = true;
 	pg_elfset_discard(set);
-	for (size_t i = base_img; i < j->nimgs; i++)
-		free(j->imgs[i].path);
+	/* its images are not in the output: none for the build-id cache */
 	j->nimgs = base_img;
+	for (size_t s = base_set; s < j->nsets; s++)
+		j->setinfo[s].nimgs = 0;
 	/* a dump that changed while read (zeros where it shrank) fails the
 	 * run, as the commit would: not a damaged dump left out */
 	if (!fatal && pg_inputs_check(dd) < 0)
@@ -1529,6 +1579,7 @@ static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 	ret = pg_pdw_open(o->output, &wo, diag, &j.w);
 	if (ret)
 		goto out;
+	j.bid_later = pg_pdw_build_ids_later(j.w, build_id_ent, &j);
 
 	if (!pg_perfdata_pipe(j.pd)) {
 		for (size_t i = 0; !ret && i < pg_perfdata_nattrs(j.pd); i++) {
@@ -1680,8 +1731,7 @@ out:
 	}
 	free(j.sets);
 	free(j.setinfo);
-	for (size_t i = 0; i < j.nimgs; i++)
-		free(j.imgs[i].path);
+	free(j.path);
 	if (ret && made_dir)
 		rmdir(j.image_dir);
 	pg_cleanup_del(dir_reg);
@@ -1700,7 +1750,6 @@ out:
 		free(j.hq[(j.hq_head + i) % j.hq_cap].buf);
 	free(j.hq);
 	free(j.words);
-	free(j.imgs);
 	free(j.heap);
 	free(j.evs);
 	free(j.freeslots);

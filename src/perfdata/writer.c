@@ -62,6 +62,8 @@ struct pg_pdw {
 	struct feat *feats;
 	size_t nfeats, fcap;
 	struct pg_buf build_ids;	/* file mode BUILD_ID feature entries */
+	pg_pdw_build_id_fn later;	/* and those made at finish, after them */
+	void *later_ctx;
 	int err;
 	bool finished;		/* pg_pdw_finish() ran: only the rename is left */
 	char *path;		/* for messages */
@@ -631,18 +633,26 @@ int pg_pdw_write(pg_pdw *w, const void *rec, size_t size, const void *extra,
 	return ret;
 }
 
-int pg_pdw_build_id(pg_pdw *w, int32_t pid, uint16_t misc, const uint8_t *id,
-		    unsigned id_size, const char *filename)
+/* A build-id entry's size, or 0 (an error said) when it does not fit. */
+static size_t bid_size(pg_pdw *w, unsigned id_size, const char *filename)
 {
-	struct pg_buf tmp = { .big_endian = w->big_endian };
-	struct pg_buf *b = w->pipe ? &tmp : &w->build_ids;
+	size_t size = 36 + pg_align(strlen(filename) + 1, NAME_ALIGN);
+
+	if (size > UINT16_MAX || id_size > 20) {
+		pg_err(w->diag, -EINVAL, "build-id entry for '%s' too large", filename);
+		return 0;
+	}
+	return size;
+}
+
+/* A build-id entry into b (bid_size() checked it). */
+static void bid_encode(pg_pdw *w, struct pg_buf *b, int32_t pid, uint16_t misc,
+		       const uint8_t *id, unsigned id_size, const char *filename)
+{
 	size_t nlen = pg_align(strlen(filename) + 1, NAME_ALIGN);
 	size_t size = 36 + nlen;
 	uint8_t idbuf[20] = { 0 };
-	int ret = 0;
 
-	if (size > UINT16_MAX || id_size > 20)
-		return pg_err(w->diag, -EINVAL, "build-id entry for '%s' too large", filename);
 	memcpy(idbuf, id, id_size);
 	rec_hdr(b, w->pipe ? PG_PERF_RECORD_HEADER_BUILD_ID : 0, misc | BUILD_ID_MISC_SIZE,
 		(uint16_t)size);
@@ -656,11 +666,67 @@ int pg_pdw_build_id(pg_pdw *w, int32_t pid, uint16_t misc, const uint8_t *id,
 		strcpy((char *)b->p + b->len, filename);
 		b->len += nlen;
 	}
+}
+
+int pg_pdw_build_id(pg_pdw *w, int32_t pid, uint16_t misc, const uint8_t *id,
+		    unsigned id_size, const char *filename)
+{
+	struct pg_buf tmp = { .big_endian = w->big_endian };
+	struct pg_buf *b = w->pipe ? &tmp : &w->build_ids;
+	int ret = 0;
+
+	if (!bid_size(w, id_size, filename))
+		return -EINVAL;
+	bid_encode(w, b, pid, misc, id, id_size, filename);
 	if (b->oom)
 		ret = pg_err(w->diag, -ENOMEM, "out of memory");
 	else if (w->pipe)
 		ret = out_buf(w, b);
 	pg_buf_free(&tmp);
+	return ret;
+}
+
+bool pg_pdw_build_ids_later(pg_pdw *w, pg_pdw_build_id_fn fn, void *ctx)
+{
+	if (w->pipe)
+		return false;
+	w->later = fn;
+	w->later_ctx = ctx;
+	return true;
+}
+
+/* The bytes of the entries w->later makes, in *size; 0 or an error. */
+static int later_size(pg_pdw *w, uint64_t *size)
+{
+	struct pg_pdw_build_id_ent e;
+	int r = 0;
+
+	*size = 0;
+	for (size_t i = 0; w->later && (r = w->later(w->later_ctx, i, &e)) > 0; i++) {
+		size_t n = bid_size(w, e.id_size, e.filename);
+
+		if (!n)
+			return -EINVAL;
+		*size += n;
+	}
+	return r < 0 ? pg_err(w->diag, r, "out of memory") : 0;
+}
+
+/* The entries w->later makes, written out one by one: not all held. */
+static int later_out(pg_pdw *w)
+{
+	struct pg_buf b = { .big_endian = w->big_endian };
+	struct pg_pdw_build_id_ent e;
+	int r = 0, ret = 0;
+
+	for (size_t i = 0; !ret && w->later && (r = w->later(w->later_ctx, i, &e)) > 0; i++) {
+		b.len = 0;
+		bid_encode(w, &b, e.pid, e.misc, e.id, e.id_size, e.filename);
+		ret = out_buf(w, &b);
+	}
+	pg_buf_free(&b);
+	if (!ret && r < 0)
+		ret = pg_err(w->diag, r, "out of memory");
 	return ret;
 }
 
@@ -766,7 +832,7 @@ static int finish_file(pg_pdw *w)
 {
 	struct pg_buf h = { .big_endian = w->big_endian };
 	uint64_t data_size = w->pos - w->data_off, bitmap[4] = { 0 };
-	uint64_t body_off, attrs_off, attr_entry = 0;
+	uint64_t body_off, attrs_off, attr_entry = 0, bid_later;
 	struct pg_buf t = { .big_endian = w->big_endian };
 	int ret;
 
@@ -787,25 +853,16 @@ static int finish_file(pg_pdw *w)
 		if (ret)
 			return ret;
 	}
-	if (w->build_ids.len) {
-		bool merged = false;
+	/* the entries follow the BUILD_ID feature's body as they are, not
+	 * copied into it: a copy was one more of every image's path */
+	if ((ret = later_size(w, &bid_later)))
+		return ret;
+	if (w->build_ids.len || bid_later) {
+		bool have = false;
 
-		for (size_t i = 0; i < w->nfeats; i++) {
-			struct feat *f = &w->feats[i];
-
-			if (f->bit != PG_FEAT_BUILD_ID)
-				continue;
-			uint8_t *nb = realloc(f->body, (size_t)f->size + w->build_ids.len);
-
-			if (!nb)
-				return pg_err(w->diag, -ENOMEM, "out of memory");
-			memcpy(nb + f->size, w->build_ids.p, w->build_ids.len);
-			f->body = nb;
-			f->size += w->build_ids.len;
-			merged = true;
-		}
-		if (!merged && (ret = pg_pdw_add_feature(w, PG_FEAT_BUILD_ID, w->build_ids.p,
-							 w->build_ids.len)))
+		for (size_t i = 0; i < w->nfeats; i++)
+			have |= w->feats[i].bit == PG_FEAT_BUILD_ID;
+		if (!have && (ret = pg_pdw_add_feature(w, PG_FEAT_BUILD_ID, "", 0)))
 			return ret;
 	}
 	if (w->nfeats)
@@ -816,13 +873,22 @@ static int finish_file(pg_pdw *w)
 		if (i && w->feats[i].bit == w->feats[i - 1].bit)
 			return pg_err(w->diag, -EINVAL, "feature %u given twice", w->feats[i].bit);
 		bitmap[w->feats[i].bit / 64] |= 1ull << (w->feats[i].bit % 64);
+		uint64_t size = w->feats[i].size +
+				(w->feats[i].bit == PG_FEAT_BUILD_ID ? w->build_ids.len + bid_later
+								      : 0);
+
 		pg_buf_u64(&t, body_off);
-		pg_buf_u64(&t, w->feats[i].size);
-		body_off += w->feats[i].size;
+		pg_buf_u64(&t, size);
+		body_off += size;
 	}
 	ret = out_buf(w, &t);
-	for (size_t i = 0; !ret && i < w->nfeats; i++)
+	for (size_t i = 0; !ret && i < w->nfeats; i++) {
 		ret = out(w, w->feats[i].body, w->feats[i].size);
+		if (!ret && w->feats[i].bit == PG_FEAT_BUILD_ID && w->build_ids.len)
+			ret = out(w, w->build_ids.p, w->build_ids.len);
+		if (!ret && w->feats[i].bit == PG_FEAT_BUILD_ID && bid_later)
+			ret = later_out(w);
+	}
 	pg_buf_free(&t);
 	if (ret)
 		return ret;

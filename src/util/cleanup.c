@@ -249,7 +249,7 @@ static unsigned pid_space(void)
 int pg_tmpname(char *buf, size_t size, const char *name, unsigned rnd)
 {
 	int n = snprintf(buf, size, ".%s" TMP_TAG "%ld-%08x-%06x", name, (long)getpid(),
-			 pid_space(), rnd & 0xffffff);
+			 pid_space(), rnd & PG_TMP_RND_MASK);
 
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }

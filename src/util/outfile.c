@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,16 +15,16 @@ int pg_outfile_open(struct pg_outfile *f, int dirfd, const char *name,
 	return pg_outfile_open_mode(f, dirfd, name, 0644, false, d);
 }
 
-int pg_outfile_open_mode(struct pg_outfile *f, int dirfd, const char *name,
-			 unsigned mode, bool backup, struct pg_diag *d)
+int pg_tmpfile_open(int dirfd, const char *name, unsigned mode, bool *direct,
+		    unsigned *rnd, long *reg, struct pg_diag *d)
 {
 	size_t n = strlen(name), tsize = n + 40;
+	char tmp[NAME_MAX + 41];
 	struct stat st;
+	int fd = -1;
 
-	memset(f, 0, sizeof(*f));
-	f->fd = -1;
-	f->dirfd = dirfd;
-	f->reg = -1;
+	*direct = false;
+	*reg = -1;
 	if (!n || strchr(name, '/'))
 		return pg_err(d, -EINVAL, "invalid output file name '%s'", name);
 	/* A device, FIFO or socket (/dev/null, a named pipe) is written in
@@ -31,51 +32,76 @@ int pg_outfile_open_mode(struct pg_outfile *f, int dirfd, const char *name,
 	if (fstatat(dirfd, name, &st, 0) == 0 && !S_ISREG(st.st_mode)) {
 		if (S_ISDIR(st.st_mode))
 			return pg_err(d, -EISDIR, "'%s' is a directory", name);
-		f->fd = openat(dirfd, name, O_WRONLY | O_NOCTTY | O_CLOEXEC);
-		if (f->fd < 0)
+		fd = openat(dirfd, name, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+		if (fd < 0)
 			return pg_err(d, -errno, "cannot open '%s': %s", name, strerror(errno));
-		f->direct = true;
-		return 0;
+		*direct = true;
+		return fd;
 	}
-	f->backup = backup;
-	f->name = strdup(name);
-	f->tmpname = malloc(tsize);
-	if (!f->name || !f->tmpname) {
-		pg_outfile_abort(f);
-		return pg_err(d, -ENOMEM, "out of memory");
-	}
+	if (tsize > sizeof(tmp))
+		tsize = sizeof(tmp);
 	/* O_EXCL on a random hidden name: never follows a planted symlink.
 	 * The pid in the name lets a later run remove it if this one is
 	 * killed (pg_sweep_dead_temps). */
 	for (int tries = 0; tries < 100; tries++) {
-		unsigned r = (unsigned)rand() ^ ((unsigned)getpid() << 8) ^ (unsigned)tries;
+		unsigned r = ((unsigned)rand() ^ ((unsigned)getpid() << 8) ^ (unsigned)tries) &
+			     PG_TMP_RND_MASK;
 
-		if (pg_tmpname(f->tmpname, tsize, name, r) < 0) {
+		if (pg_tmpname(tmp, tsize, name, r) < 0) {
 			errno = ENAMETOOLONG;
 			break;
 		}
 		/* listed before it exists: a signal cannot find it unlisted (the
 		 * name is this process's own, so removing it early is harmless) */
-		f->reg = pg_cleanup_add(dirfd, f->tmpname, false);
-		f->fd = openat(dirfd, f->tmpname,
-			       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
-		if (f->fd >= 0)
-			break;
+		*reg = pg_cleanup_add(dirfd, tmp, false);
+		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			    (mode_t)mode);
+		if (fd >= 0) {
+			*rnd = r;
+			return fd;
+		}
 		int e = errno;
 
-		pg_cleanup_del(f->reg);
-		f->reg = -1;
+		pg_cleanup_del(*reg);
+		*reg = -1;
 		errno = e;
 		if (e != EEXIST)
 			break;
 	}
-	if (f->fd < 0) {
-		int e = errno;
+	int e = errno;
 
+	return pg_err(d, -e, "cannot create a file beside '%s': %s", name, strerror(e));
+}
+
+int pg_outfile_open_mode(struct pg_outfile *f, int dirfd, const char *name,
+			 unsigned mode, bool backup, struct pg_diag *d)
+{
+	size_t tsize = strlen(name) + 40;
+	unsigned rnd = 0;
+
+	memset(f, 0, sizeof(*f));
+	f->dirfd = dirfd;
+	f->reg = -1;
+	/* before the file: a temporary is never left without its name */
+	f->name = strdup(name);
+	f->tmpname = malloc(tsize);
+	if (!f->name || !f->tmpname) {
+		f->fd = -1;
 		pg_outfile_abort(f);
-		return pg_err(d, -e, "cannot create a file beside '%s': %s", name, strerror(e));
+		return pg_err(d, -ENOMEM, "out of memory");
 	}
+	f->fd = pg_tmpfile_open(dirfd, name, mode, &f->direct, &rnd, &f->reg, d);
+	if (f->fd < 0 || f->direct) {
+		int ret = f->fd < 0 ? f->fd : 0;
+
+		free(f->name);
+		free(f->tmpname);
+		f->name = f->tmpname = NULL;
+		return ret;
+	}
+	f->backup = backup;
 	f->tmp_exists = true;
+	(void)pg_tmpname(f->tmpname, tsize, name, rnd);	/* the name it was opened with */
 	return 0;
 }
 

@@ -144,6 +144,15 @@ int pg_outfile_commit(struct pg_outfile *f, struct pg_diag *d);
 int pg_outfile_commit_at(struct pg_outfile *f, int todirfd, const char *toname,
 			 struct pg_diag *d);
 void pg_outfile_abort(struct pg_outfile *f);
+/* pg_outfile_open_mode's file without its allocations, for a caller that
+ * keeps many (an image of each function): a temporary beside name,
+ * registered for removal (*reg), whose name the caller makes again as
+ * pg_tmpname(name, *rnd); or, when name is not a regular file (a device,
+ * a FIFO), name itself opened to be written in place (*direct, no *rnd,
+ * *reg -1).  The descriptor, or a negative errno. */
+#define PG_TMP_RND_MASK 0xffffffu
+int pg_tmpfile_open(int dirfd, const char *name, unsigned mode, bool *direct,
+		    unsigned *rnd, long *reg, struct pg_diag *d);
 /* pwrite() of all n bytes at off, through EINTR and short writes: 0, or
  * -1 with errno set (ENOSPC for a write that wrote nothing). */
 int pg_pwrite_all(int fd, const void *p, size_t n, uint64_t off);
