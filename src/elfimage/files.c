@@ -397,7 +397,7 @@ static int commit_file(pg_elfset *set, const struct pg_elf_image *pi, struct pen
 
 int pg_elfset_commit(pg_elfset *set)
 {
-	int jret = pg_files_join(set, true);
+	int jret = pg_elfset_wait(set);
 
 	if (jret)
 		return jret;
