@@ -521,7 +521,8 @@ class Installed(unittest.TestCase):
         # version (@@): 1.0, or the node of those added later
         added = {"pg_code_since": "1.1", "pg_elfset_add_since": "1.1",
                  "pg_elfset_map_loaded": "1.1",
-                 "pg_perfdata_own_tid": "1.2", "pg_perfdata_version": "1.2"}
+                 "pg_perfdata_own_tid": "1.2", "pg_perfdata_version": "1.2",
+                 "pg_elfset_wait": "1.3", "pg_pdw_build_ids_later": "1.3"}
         want = {e.split("@")[0]: "PERFGRAFT_" + added.get(e.split("@")[0], "1.0")
                 for e in versioned}
         self.assertEqual(sorted(e for e in versioned

@@ -116,6 +116,11 @@ struct pg_elfset_opts {
 	 * by every set of one run (pg_elfset_budget_new()); NULL: each dump
 	 * is bounded on its own only (see pg_elfset_finish()) */
 	struct pg_elfset_budget *budget;
+	/* pg_elfset_finish() returns while its images are still being
+	 * written (compressed, laid out and written on the set's worker
+	 * thread) so that the caller's next work overlaps it; see
+	 * pg_elfset_wait() */
+	bool background_writes;
 };
 
 /* A run's bound on what the memory layout's sparse images span: the sets
@@ -232,6 +237,15 @@ int pg_elfset_add_since(pg_elfset *set, const struct pg_code_event *load, uint64
  * pg_elfset_add() starts a new packed image; in the memory layout it is
  * -EINVAL. */
 int pg_elfset_finish(pg_elfset *set);
+/* With opts.background_writes: waits for the images pg_elfset_finish()
+ * left being written.  Until then their names, build-ids, dev and ino
+ * and the maps are final, but an image's size is not (0), and the code,
+ * names and tables the LOADs lent must stay valid.  Returns 0 or a
+ * negative errno as pg_elfset_finish() would have (the message in the
+ * set's pg_diag).  pg_elfset_commit(), pg_elfset_discard() and
+ * pg_elfset_free() wait too; without background writes, or called again,
+ * it returns 0 at once. */
+int pg_elfset_wait(pg_elfset *set);
 /* Memory layout with carry_live: notes that a stack at time (the
  * producer's clock) may hold frames at addrs (return addresses, the
  * sample's ip and registers, or any stack word: what is no code is
@@ -245,7 +259,8 @@ int pg_elfset_note_frames(pg_elfset *set, uint64_t time, const uint64_t *addrs, 
  * that made them (a generation's CARRY and TABLES maps come before the
  * LOAD that starts it, with its time): what an injector turns into MMAP2
  * records.  Valid until the next call on the set other than
- * pg_elfset_image(), pg_elfset_count() or pg_elfset_maps(). */
+ * pg_elfset_image(), pg_elfset_count(), pg_elfset_maps() or
+ * pg_elfset_wait(). */
 const struct pg_elf_map *pg_elfset_maps(const pg_elfset *set, size_t *n);
 /* The time of the event that made map i: its LOAD's time where the map
  * starts earlier, else the map's own time (0 when i is out of range). */

@@ -177,6 +177,9 @@ struct pg_elfset {
 	 * is built (joined at its end); one written by pg_elfset_add is done
 	 * (or has failed) when add returns, as the caller expects */
 	bool finishing;
+	/* opts.background_writes: finish leaves its writes to
+	 * pg_elfset_wait(), and the plan they read (plan_held) */
+	bool background, plan_held;
 	/* by map: the time of the LOAD whose map starts earlier (at its
 	 * since), else UINT64_MAX */
 	uint64_t *loaded;

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,7 +171,16 @@ struct wjob {
 	struct pg_diag d;	/* the worker's messages, copied at join */
 	uint64_t size;		/* the file's, once written */
 	int ret;
+	/* who writes the code (CODE_*): the worker after the ELF parts, or
+	 * the set's thread when it comes to join first (the code lies where
+	 * libelf writes nothing: .text has no data for it), with its own
+	 * message and result */
+	atomic_int code;
+	struct pg_diag cd;
+	int code_ret;
 };
+
+enum { CODE_FREE, CODE_WORKER, CODE_CALLER };
 
 #define MAX_JOBS 8
 
@@ -235,6 +245,8 @@ void pg_files_abort_pending(pg_elfset *set)
 static void run_job(void *arg)
 {
 	struct wjob *jb = arg;
+	int want = CODE_FREE;
+	bool code;
 
 	jb->ret = pg_emit_layout_tail(jb->o.hdr, jb->zdebug, jb->dump_name, jb->im, &jb->lo,
 				      &jb->d);
@@ -242,14 +254,17 @@ static void run_job(void *arg)
 								     : sizeof(Elf32_Shdr));
 	if (!jb->ret)
 		jb->ret = pg_emit_elf(&jb->o, jb->im, &jb->lo, jb->fd);
-	if (!jb->ret)	/* every layout's code: not through libelf */
+	code = atomic_compare_exchange_strong(&jb->code, &want, CODE_WORKER);
+	if (!jb->ret && code)	/* every layout's code: not through libelf */
 		jb->ret = pg_emit_code(&jb->o, jb->im, jb->fd);
 	/* its memory now, not at join: a run's images are not all held */
 	pg_emit_layout_free(&jb->lo);
 	memset(&jb->lo, 0, sizeof(jb->lo));
-	jb->im->ah = NULL;
-	pg_files_free_image(jb->im);
-	jb->im = NULL;
+	if (code) {	/* else the set's thread writes the code from im */
+		jb->im->ah = NULL;
+		pg_files_free_image(jb->im);
+		jb->im = NULL;
+	}
 }
 
 int pg_files_join(pg_elfset *set, bool report)
@@ -260,10 +275,28 @@ int pg_files_join(pg_elfset *set, bool report)
 	if (!report)	/* a failure being reported already keeps its message */
 		set->diag = &none;
 
+	/* the code of an image the worker is still compressing or laying
+	 * out: written here meanwhile, this thread would only wait */
+	for (size_t i = 0; i < set->njobs && report; i++) {
+		struct wjob *jb = set->jobs[i];
+		int want = CODE_FREE;
+
+		if (atomic_compare_exchange_strong(&jb->code, &want, CODE_CALLER)) {
+			struct emit_out o = jb->o;
+
+			o.diag = &jb->cd;
+			jb->code_ret = pg_emit_code(&o, jb->im, jb->fd);
+		}
+	}
 	pg_ahash_wait(set->ah);
 	for (size_t i = 0; i < set->njobs; i++) {
 		struct wjob *jb = set->jobs[i];
 		int r = jb->ret;
+
+		if (!r && jb->code_ret) {
+			r = jb->code_ret;
+			snprintf(jb->d.err, sizeof(jb->d.err), "%s", jb->cd.err);
+		}
 
 		if (!r) {
 			set->images[jb->pub].size = jb->size;
@@ -479,7 +512,7 @@ static int commit_file(pg_elfset *set, size_t i)
 
 int pg_elfset_commit(pg_elfset *set)
 {
-	int jret = pg_files_join(set, true);
+	int jret = pg_elfset_wait(set);
 
 	if (jret)
 		return jret;

@@ -61,6 +61,7 @@ int pg_elfset_new(const struct pg_code_process *hdr, const char *dump_name,
 	set->dump_name = strdup(base ? base + 1 : dump_name);
 	set->dump_path = strdup(dump_name);
 	set->budget = opts->budget;
+	set->background = opts->background_writes;
 	set->dir = strdup(opts->dir ? opts->dir : ".");
 	set->prefix = strdup(opts->prefix ? opts->prefix : pfx);
 	set->dirfd = -1;
@@ -328,13 +329,29 @@ int pg_elfset_finish(pg_elfset *set)
 			ret = pg_plan_fallback(set);
 		planned = true;
 	}
+	set->finishing = false;
+	if (!ret && set->background) {
+		/* pg_elfset_wait(): the caller goes on meanwhile */
+		set->plan_held |= planned;
+		return 0;
+	}
 	/* every image written (or its failure known) when finished */
 	r = pg_files_join(set, !ret);
 	/* after the join: the writes read the records' CFI */
 	if (planned)
 		free_plan(set);
-	set->finishing = false;
 	return ret ? ret : r;
+}
+
+int pg_elfset_wait(pg_elfset *set)
+{
+	int r = pg_files_join(set, true);
+
+	/* after the join: the writes read the records' CFI */
+	if (set->plan_held)
+		free_plan(set);
+	set->plan_held = false;
+	return r;
 }
 
 const struct pg_elf_map *pg_elfset_maps(const pg_elfset *set, size_t *n)

@@ -107,6 +107,11 @@ struct inj {
 	bool defer;
 	struct deferred *later;
 	size_t nlater, later_cap;
+	/* the last dump's set, whose images its worker thread may still be
+	 * writing while the records go on (background_writes), and the
+	 * source they read, open until settle() */
+	pg_elfset *unsettled;
+	pg_code_source *unsettled_src;
 	uint64_t *words;	/* one sample's, for note_sample */
 	size_t words_cap;
 	/* pipe-mode input: dumps followed as they grow (struct live), and
@@ -280,6 +285,27 @@ static struct event heap_pop(struct inj *j, uint64_t *time)
 	return e;
 }
 
+/* Waits for the images of the dump read last, if still being written,
+ * then closes the source they read. */
+static int settle(struct inj *j)
+{
+	pg_elfset *set = j->unsettled;
+	int ret;
+
+	if (!set)
+		return 0;
+	j->dd.err[0] = '\0';
+	ret = pg_elfset_wait(set);
+	for (size_t i = 0; i < pg_elfset_count(set); i++)
+		j->st->image_bytes += pg_elfset_image(set, i)->size;
+	pg_code_close(j->unsettled_src);
+	j->unsettled = NULL;
+	j->unsettled_src = NULL;
+	if (ret && j->dd.err[0])	/* the set reports into j->dd */
+		pg_err(j->diag, ret, "%s", j->dd.err);
+	return ret;
+}
+
 /* Gives a set's images their final names for good.  Once there, an
  * image may be adopted by another run into the same directory (the same
  * name and build-id are reused, not rewritten), so no failure or signal
@@ -304,7 +330,7 @@ static int commit_keep(struct inj *j, pg_elfset *set)
 /* The sets not named yet get their names (commit_keep), in order. */
 static int commit_sets(struct inj *j)
 {
-	int ret = 0;
+	int ret = settle(j);
 
 	while (!ret && j->ncommitted < j->nsets)
 		ret = commit_keep(j, j->sets[j->ncommitted++]);
@@ -468,7 +494,8 @@ static int add_image(struct inj *j, const struct pg_elf_image *ei)
 
 	j->nimgs++;
 	j->st->images++;
-	j->st->image_bytes += ei->size;
+	if (!j->unsettled)	/* its sizes are known at settle() */
+		j->st->image_bytes += ei->size;
 	if (j->bid_later) {	/* made again at the end: build_id_ent */
 		j->setinfo[j->nsets - 1].nbids++;
 		return 0;
@@ -613,9 +640,11 @@ static int rehide_anons(struct inj *j, uint32_t pid)
 }
 
 /* Writes a dump's images and queues its MMAP2 records.  The set is j's
- * from here on, whatever happens (a failed run discards j's sets). */
+ * from here on, whatever happens (a failed run discards j's sets).  A
+ * set with background_writes is given src: once finished it is
+ * j->unsettled, src with it (the caller no longer closes it). */
 static int finish_dump(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool arch,
-		       struct pg_diag *dd)
+		       struct pg_diag *dd, pg_code_source *src)
 {
 	size_t nevs = 0;
 	int ret;
@@ -629,6 +658,10 @@ static int finish_dump(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool a
 	j->setinfo[j->nsets] = (struct setinfo){ .arch = arch };
 	j->sets[j->nsets++] = set;
 	ret = pg_elfset_finish(set);
+	if (!ret && src) {
+		j->unsettled = set;
+		j->unsettled_src = src;
+	}
 	if (!ret)
 		ret = queue_maps(j, pi, &nevs);
 	for (size_t i = 0; !ret && i < pg_elfset_count(set); i++)
@@ -725,6 +758,10 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 	struct pg_u64map wanted = PG_U64MAP_INIT(1);
 	int ret;
 
+	/* the last dump's images are written before this one is read: one
+	 * dump's memory at a time */
+	if ((ret = settle(j)) < 0)
+		return ret;
 	dd->err[0] = '\0';	/* whatever fails below says why there, or in j->diag */
 	if (lv && lv->nev && (ret = live_wanted(path, lv->nev, dd, &wanted, &limit)) < 0)
 		goto fail;
@@ -787,6 +824,11 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 		goto fail;
 	}
 	fatal = true;	/* from here on, errors are the output's */
+	/* the images written while the records go on, up to the next dump
+	 * or the commit (settle()); not those a later read or the
+	 * prescan's notes finish */
+	eo.background_writes = !lv && !(j->defer && eo.carry_live && !arch &&
+					eo.memory_layout && !eo.per_function);
 	ret = pg_elfset_new(h, path, &eo, dd, &set);
 	if (ret)
 		goto fail;
@@ -836,7 +878,7 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 			goto out;
 		}
 		lv->nev = nev;
-		ret = finish_dump(j, set, pi, arch, dd);
+		ret = finish_dump(j, set, pi, arch, dd, NULL);
 		set = NULL;
 		if (ret < 0)
 			goto fail;
@@ -858,8 +900,10 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 							   .is_64bit = h->is_64bit };
 		return 0;
 	}
-	ret = finish_dump(j, set, pi, arch, dd);
+	ret = finish_dump(j, set, pi, arch, dd, eo.background_writes ? src : NULL);
 	set = NULL;
+	if (j->unsettled_src == src)
+		src = NULL;	/* settle() closes it */
 	if (ret < 0)
 		goto fail;
 	goto out;
@@ -1376,7 +1420,7 @@ static int finish_later(struct inj *j)
 			return pg_err(j->diag, -ENOMEM, "out of memory");
 		d->set = NULL;	/* finish_dump takes it */
 		j->dd.err[0] = '\0';
-		ret = finish_dump(j, set, pi, false, &j->dd);
+		ret = finish_dump(j, set, pi, false, &j->dd, NULL);
 		pg_code_close(d->src);
 		d->src = NULL;
 		if (ret && j->dd.err[0])	/* else finish_dump said it in j->diag */
@@ -1721,6 +1765,14 @@ static int inject(const struct pg_inject_opts *o, struct pg_diag *diag,
 	if (!ret)
 		cache_images(&j);
 out:
+	/* the images were written before the output went on: one that
+	 * failed is what failed first, and its message is the run's */
+	if (ret && j.unsettled) {
+		int r = settle(&j);
+
+		if (r)
+			ret = r;
+	}
 	if (j.w)
 		pg_pdw_abort(j.w);
 	pg_perfdata_close(j.pd);
@@ -1729,6 +1781,7 @@ out:
 			pg_elfset_discard(j.sets[i]);
 		pg_elfset_free(j.sets[i]);
 	}
+	pg_code_close(j.unsettled_src);	/* after the writes that read it */
 	free(j.sets);
 	free(j.setinfo);
 	free(j.path);

@@ -19,11 +19,11 @@
 #include "util/util.h"
 
 #define RING (1u << 16)	/* updates queued at most: an image's, behind the write of the one before it */
-#define STAGE 1024		/* updates handed over at once, at most */
-/* bytes to digest handed over at once, at least: the worker drains a
- * hand-over faster than the caller stages the next, so each one woke it
- * (a futex call and a switch on both sides) */
-#define STAGE_BYTES (256u << 10)
+#define STAGE 128		/* updates handed over at once */
+/* an idle worker is woken once this many updates wait (or by a wait or a
+ * job): woken at every stage, it slept again at once, two context
+ * switches for 128 small updates */
+#define WAKE_AT (16 * STAGE)
 #define CHUNK (1u << 20)	/* arena chunk */
 #define ARENA_MAX (8u << 20)	/* copied bytes queued before the caller waits */
 
@@ -51,7 +51,6 @@ struct pg_ahash {
 	bool quit;
 	struct upd stage[STAGE];	/* the caller's, not yet handed over */
 	size_t nstage;
-	size_t stage_bytes;	/* their lengths */
 	struct chunk *arena;	/* the caller's: copies of queued bytes */
 	size_t arena_bytes;
 };
@@ -122,20 +121,25 @@ struct pg_ahash *pg_ahash_new(void)
 	return h;
 }
 
-/* Hands the staged updates over, waiting for room. */
-static void hand_over(struct pg_ahash *h)
+/* Hands the staged updates over, waiting for room; wake: the worker is
+ * to start on them now. */
+static void hand_over(struct pg_ahash *h, bool wake)
 {
 	if (!h->nstage)
 		return;
 	pthread_mutex_lock(&h->mu);
-	while (RING - (h->tail - h->head) < h->nstage)
+	while (RING - (h->tail - h->head) < h->nstage) {
+		pthread_cond_signal(&h->work);
 		pthread_cond_wait(&h->done, &h->mu);
+	}
 	for (size_t i = 0; i < h->nstage; i++)
 		h->ring[(h->tail + i) % RING] = h->stage[i];
 	h->tail += h->nstage;
 	h->nstage = 0;
-	h->stage_bytes = 0;
-	pthread_cond_signal(&h->work);
+	/* a busy worker takes them when done with its own; below WAKE_AT
+	 * the ring has room for the next stages without waking it */
+	if (wake || h->tail - h->head >= WAKE_AT)
+		pthread_cond_signal(&h->work);
 	pthread_mutex_unlock(&h->mu);
 }
 
@@ -154,8 +158,10 @@ void pg_ahash_wait(struct pg_ahash *h)
 {
 	if (!h || !h->threaded)
 		return;
-	hand_over(h);
+	hand_over(h, true);
 	pthread_mutex_lock(&h->mu);
+	if (h->head != h->tail)	/* queued earlier without waking it */
+		pthread_cond_signal(&h->work);
 	while (h->head != h->tail || h->busy)
 		pthread_cond_wait(&h->done, &h->mu);
 	pthread_mutex_unlock(&h->mu);
@@ -171,10 +177,9 @@ void pg_ahash_update(struct pg_ahash *h, struct sha1_ctx *ctx, const void *p, si
 		pg_inputs_touched(len);
 		return;
 	}
+	if (h->nstage == STAGE)
+		hand_over(h, false);
 	h->stage[h->nstage++] = (struct upd){ ctx, p, len, NULL };
-	h->stage_bytes += len;
-	if (h->nstage == STAGE || h->stage_bytes >= STAGE_BYTES)
-		hand_over(h);
 }
 
 void pg_ahash_run(struct pg_ahash *h, void (*fn)(void *), void *arg)
@@ -184,9 +189,9 @@ void pg_ahash_run(struct pg_ahash *h, void (*fn)(void *), void *arg)
 		return;
 	}
 	if (h->nstage == STAGE)
-		hand_over(h);
+		hand_over(h, false);
 	h->stage[h->nstage++] = (struct upd){ NULL, arg, 0, fn };
-	hand_over(h);	/* at once: the caller goes on with other work */
+	hand_over(h, true);	/* at once: the caller goes on with other work */
 }
 
 void pg_ahash_update_copy(struct pg_ahash *h, struct sha1_ctx *ctx, const void *p, size_t len)
