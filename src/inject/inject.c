@@ -902,8 +902,11 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 	}
 	ret = finish_dump(j, set, pi, arch, dd, eo.background_writes ? src : NULL);
 	set = NULL;
-	if (j->unsettled_src == src)
+	if (j->unsettled_src == src) {
+		if (!lv)	/* read whole (out: counts the others) */
+			j->prog_dumps += pg_code_size(src);
 		src = NULL;	/* settle() closes it */
+	}
 	if (ret < 0)
 		goto fail;
 	goto out;
