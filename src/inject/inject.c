@@ -442,11 +442,22 @@ static int flush_until(struct inj *j, uint64_t t)
 	return 0;
 }
 
-static struct pidinfo *pidinfo(struct inj *j, uint32_t pid)
+/* pid's entry, or NULL when it has none */
+static struct pidinfo *pid_known(struct inj *j, uint32_t pid)
 {
 	for (size_t i = 0; i < j->npids; i++)
 		if (j->pids[i].pid == pid)
 			return &j->pids[i];
+	return NULL;
+}
+
+/* pid's entry, made when new (NULL: out of memory) */
+static struct pidinfo *pidinfo(struct inj *j, uint32_t pid)
+{
+	struct pidinfo *pi = pid_known(j, pid);
+
+	if (pi)
+		return pi;
 	if (!pg_grow((void **)&j->pids, &j->pids_cap, j->npids + 1, sizeof(*j->pids)))
 		return NULL;
 	memset(&j->pids[j->npids], 0, sizeof(j->pids[0]));
@@ -614,14 +625,11 @@ static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen);
  * count, as output() drops only those. */
 static int rehide_anons(struct inj *j, uint32_t pid)
 {
-	struct pidinfo *pi = NULL;
+	struct pidinfo *pi = pid_known(j, pid);
 	size_t n, s = j->nsets - 1;
 	const struct pg_elf_map *m = pg_elfset_maps(j->sets[s], &n);
 	int ret = 0;
 
-	for (size_t k = 0; k < j->npids; k++)
-		if (j->pids[k].pid == pid)
-			pi = &j->pids[k];
 	for (unsigned a = 0; pi && a < pi->nanons && !ret; a++) {
 		if (pi->anons[a].time < pi->first_load)
 			continue;
@@ -902,9 +910,8 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 	}
 	ret = finish_dump(j, set, pi, arch, dd, eo.background_writes ? src : NULL);
 	set = NULL;
-	if (j->unsettled_src == src) {
-		if (!lv)	/* read whole (out: counts the others) */
-			j->prog_dumps += pg_code_size(src);
+	if (j->unsettled_src == src) {	/* background writes: not live */
+		j->prog_dumps += pg_code_size(src);	/* read whole */
 		src = NULL;	/* settle() closes it */
 	}
 	if (ret < 0)
@@ -1316,12 +1323,9 @@ static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 static int cancel_early(struct inj *j, uint32_t pid, uint64_t start, uint64_t len, uint64_t t,
 			bool anon)
 {
-	struct pidinfo *pi = NULL;
+	struct pidinfo *pi = pid_known(j, pid);
 	bool moved = false;
 
-	for (size_t k = 0; k < j->npids; k++)
-		if (j->pids[k].pid == pid)
-			pi = &j->pids[k];
 	if (!pi || pi->early_lo >= pi->early_hi ||
 	    !overlaps(start, len, pi->early_lo, pi->early_hi - pi->early_lo))
 		return 0;
@@ -1476,11 +1480,8 @@ static int output(struct inj *j, const struct pg_pd_rec *r)
 		struct pg_pd_mmap mm;
 
 		if (!pg_perfdata_mmap(j->pd, r, &mm) && anon_exec(&mm)) {
-			struct pidinfo *pi = NULL;
+			struct pidinfo *pi = pid_known(j, mm.pid);
 
-			for (size_t k = 0; k < j->npids; k++)
-				if (j->pids[k].pid == mm.pid)
-					pi = &j->pids[k];
 			if (pi && r->has_time && r->time >= pi->first_load) {
 				j->st->anon_dropped++;
 				return 0;
