@@ -612,6 +612,33 @@ class OutputDir(Tmp):
         self.assertEqual(os.listdir(target), [])
         self.assertFalse(os.path.exists(os.path.join(self.t, "out.data")))
 
+    def test_fifo_at_an_images_first_name_is_not_opened(self):
+        """A pack's code is written while it is built, into a temporary
+        named after the pack's first name (before its build-id names it):
+        a FIFO of that name in the image directory is neither opened (it
+        would wait for a reader) nor written, and the images are those of
+        a run without it."""
+        shutil.copy(os.path.join(FIX, "demo.data"), os.path.join(self.t, "perf.data"))
+        args = ("-i", "perf.data")
+        r = self.inject(*args, "-o", "plain.data")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        want = {f: open(os.path.join(self.t, "plain.data.d", f), "rb").read()
+                for f in os.listdir(os.path.join(self.t, "plain.data.d"))}
+        self.assertIn("jitted-19989-pack0-", " ".join(want))
+        d = os.path.join(self.t, "out.data.d")
+        os.mkdir(d)
+        fifo = os.path.join(d, "jitted-19989-pack0.so")
+        os.mkfifo(fifo)
+        r = self.inject(*args, "-o", "out.data", timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode))
+        got = {f: open(os.path.join(d, f), "rb").read()
+               for f in os.listdir(d) if f != "jitted-19989-pack0.so"}
+        self.assertEqual(sorted(got), sorted(want))
+        for f in want:
+            self.assertEqual(got[f], want[f], f)
+        self.assertEqual(temps(d), [])
+
     def test_elf_creates_its_directory(self):
         d = os.path.join(self.t, "new")
         r = run([PERFGRAFT, "elf", "-q", "--layout", "packed", os.path.join(FIX, "jit-19989.dump"), "-o", d])

@@ -96,6 +96,8 @@ struct mplace {
 
 #define NONE UINT32_MAX
 
+struct stream;
+
 /* An image being assembled. */
 struct img {
 	size_t pub;		/* index in set->images */
@@ -113,6 +115,10 @@ struct img {
 	struct pg_dwarf dw;
 	struct pg_buf strtab;
 	const struct pg_code_cfi *unw;	/* real CFI, single-function images */
+	/* the code written into the image's temporary as it is added, on
+	 * the set's worker (files.c pg_files_stream), or NULL */
+	struct pg_ahash_sink *sink;
+	struct stream *st;
 };
 
 struct pg_elfset {
@@ -285,6 +291,10 @@ void pg_files_free_image(struct img *im);
 /* Lays out, names and writes im, which it takes (freed here or by the
  * worker thread that writes it): the caller keeps nothing of it. */
 int pg_files_write_image(pg_elfset *set, struct img *im);
+/* The image's code written as it is added, into a temporary opened now
+ * (the packed layout's packs, the memory layout's images); quietly not
+ * when that temporary cannot be made (the write reports it later). */
+void pg_files_stream(pg_elfset *set, struct img *im);
 int pg_files_close_pack(pg_elfset *set);
 /* Waits for the images being written; the first failure is returned,
  * and reported when report is set. */

@@ -81,7 +81,21 @@ int pg_emit_add_func(pg_elfset *set, struct img *im, const struct pg_code_event 
 		im->text_end = off + ld->size;
 	pg_ahash_update_copy(im->ah, &im->sha, meta, sizeof(meta));
 	pg_ahash_update_copy(im->ah, &im->sha, ld->name, nlen + 1);
-	pg_ahash_update(im->ah, &im->sha, ld->code, ld->size);	/* counts what it reads */
+	/* counts what it reads */
+	pg_ahash_update_write(im->ah, &im->sha, ld->code, ld->size, im->sink, off);
+	if (im->sink && f->cfi) {	/* the memory layout's copy of its CFI after it */
+		const struct pg_code_cfi *u = f->cfi;
+		uint64_t at = off + pg_align(ld->size, 8), n = u->eh_frame_size;
+
+		if (n > u->mapped_size)
+			n = u->mapped_size;
+		pg_ahash_update_write(im->ah, NULL, u->eh_frame, n, im->sink, at);
+		at += n;
+		n = u->mapped_size - n;
+		if (n > u->eh_frame_hdr_size)
+			n = u->eh_frame_hdr_size;
+		pg_ahash_update_write(im->ah, NULL, u->eh_frame_hdr, n, im->sink, at);
+	}
 	/* this thread's walk maps the dump as far (a name read maps the
 	 * pages around it): it counts the code it passed too */
 	pg_inputs_touched(ld->size);

@@ -21,11 +21,41 @@
 /* bump when the bytes written for the same input change */
 #define IMAGE_FORMAT 2
 
+/* A temporary the code is written into while the image is built
+ * (pg_files_stream): named after the image's first name, which the
+ * build-id may change, so renamed at the write (write_file). */
+struct stream {
+	struct pg_ahash_sink s;
+	int dirfd;		/* the set's */
+	long reg;		/* the temporary's cleanup registration */
+	unsigned rnd;
+	char flat[NAME_MAX + 1];	/* the name it was made from */
+};
+
+/* Removes the temporary of a streamed image not written (a failure, an
+ * identical file reused, a name that is not a regular file). */
+static void stream_drop(struct img *im)
+{
+	struct stream *st = im->st;
+	char tmp[NAME_MAX + 41];
+
+	if (!st)
+		return;
+	close(st->s.g.fd);
+	if (pg_tmpname(tmp, sizeof(tmp), st->flat, st->rnd) == 0)
+		unlinkat(st->dirfd, tmp, 0);
+	pg_cleanup_del(st->reg);
+	free(st);
+	im->st = NULL;
+	im->sink = NULL;
+}
+
 void pg_files_free_image(struct img *im)
 {
 	if (!im)
 		return;
 	pg_ahash_wait(im->ah);	/* nothing queued may reach im->sha after */
+	stream_drop(im);	/* nor write into its temporary */
 	pg_buf_free(&im->meh);
 	pg_buf_free(&im->mhdr);
 	free(im->funcs);
@@ -180,7 +210,8 @@ struct wjob {
 	int code_ret;
 };
 
-enum { CODE_FREE, CODE_WORKER, CODE_CALLER };
+/* CODE_DONE: written while the image was built (pg_files_stream) */
+enum { CODE_FREE, CODE_WORKER, CODE_CALLER, CODE_DONE };
 
 #define MAX_JOBS 8
 
@@ -215,6 +246,104 @@ static void tmp_name(const struct pg_elf_image *pi, const struct pend *p,
 
 	/* it fitted when the file was opened */
 	(void)pg_tmpname(buf, NAME_MAX + 41, flat_name(pi, flat), p->rnd);
+}
+
+void pg_files_stream(pg_elfset *set, struct img *im)
+{
+	struct pg_elf_image *pi = &set->images[im->pub];
+	struct stream *st = calloc(1, sizeof(*st));
+	struct pg_diag quiet = { 0 };
+	char flat[NAME_MAX + 1];
+	struct stat sb;
+	bool direct;
+	int fd;
+
+	if (!st)
+		return;
+	snprintf(st->flat, sizeof(st->flat), "%s", flat_name(pi, flat));
+	/* not a name that is no regular file: pg_tmpfile_open would open
+	 * that itself (a FIFO: and wait for a reader) */
+	if (fstatat(set->dirfd, st->flat, &sb, 0) == 0 && !S_ISREG(sb.st_mode)) {
+		free(st);
+		return;
+	}
+	fd = pg_tmpfile_open(set->dirfd, st->flat, 0644, &direct, &st->rnd, &st->reg, &quiet);
+	if (fd < 0 || direct) {
+		if (fd >= 0)
+			close(fd);
+		free(st);
+		return;
+	}
+	st->dirfd = set->dirfd;
+	/* only the gaps between pieces are filled: all of them in .text */
+	pg_gather_init(&st->s.g, fd, im->text_off, UINT64_MAX);
+	im->st = st;
+	im->sink = &st->s;
+}
+
+/* Renames from to to in dirfd unless to exists: 0 or -errno (-EEXIST).
+ * A file system without RENAME_NOREPLACE: a hard link, then the unlink. */
+static int no_replace_rename(int dirfd, const char *from, const char *to)
+{
+	if (renameat2(dirfd, from, dirfd, to, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -errno;
+	if (linkat(dirfd, from, dirfd, to, 0) < 0)
+		return -errno;
+	(void)unlinkat(dirfd, from, 0);
+	return 0;
+}
+
+/* A streamed image's temporary, all its code written, given the name
+ * tmp_name() makes from the image's final name: its descriptor, the
+ * pend filled in as pg_tmpfile_open would have; or a negative errno
+ * (the temporary is then removed). */
+static int stream_adopt(pg_elfset *set, struct img *im, struct pend *p)
+{
+	struct pg_elf_image *pi = &set->images[im->pub];
+	struct stream *st = im->st;
+	char fbuf[NAME_MAX + 1], from[NAME_MAX + 41], to[NAME_MAX + 41];
+	const char *flat;
+	unsigned rnd = st->rnd;
+	long reg = st->reg;
+	int ret = pg_ahash_sink_flush(&st->s), fd = st->s.g.fd;
+
+	if (ret) {
+		pg_err(set->diag, ret, "%s: cannot write ELF image: %s", pi->path, strerror(-ret));
+		stream_drop(im);
+		return ret;
+	}
+	flat = flat_name(pi, fbuf);
+	if (strcmp(flat, st->flat)) {
+		/* the build-id named it: the temporary follows, never onto a
+		 * file that is there */
+		ret = -EEXIST;
+		(void)pg_tmpname(from, sizeof(from), st->flat, st->rnd);
+		for (int tries = 0; tries < 100 && ret == -EEXIST; tries++) {
+			rnd = ((unsigned)rand() ^ (unsigned)tries) & PG_TMP_RND_MASK;
+			if (pg_tmpname(to, sizeof(to), flat, rnd) < 0) {
+				ret = -ENAMETOOLONG;
+				break;
+			}
+			reg = pg_cleanup_add(set->dirfd, to, false);	/* before it exists */
+			ret = no_replace_rename(set->dirfd, from, to);
+			if (ret)
+				pg_cleanup_del(reg);
+		}
+		if (ret) {
+			pg_err(set->diag, ret, "%s: cannot rename its temporary: %s", pi->path,
+			       strerror(-ret));
+			stream_drop(im);
+			return ret;
+		}
+		pg_cleanup_del(st->reg);
+	}
+	*p = (struct pend){ .reg = (int32_t)reg, .dreg = -1, .rnd = rnd, .pending = true };
+	free(st);
+	im->st = NULL;
+	im->sink = NULL;
+	return fd;
 }
 
 /* Removes image i's temporary (not written in place, no file to
@@ -254,8 +383,9 @@ static void run_job(void *arg)
 								     : sizeof(Elf32_Shdr));
 	if (!jb->ret)
 		jb->ret = pg_emit_elf(&jb->o, jb->im, &jb->lo, jb->fd);
-	code = atomic_compare_exchange_strong(&jb->code, &want, CODE_WORKER);
-	if (!jb->ret && code)	/* every layout's code: not through libelf */
+	code = atomic_compare_exchange_strong(&jb->code, &want, CODE_WORKER) ||
+	       want == CODE_DONE;
+	if (!jb->ret && code && want != CODE_DONE)	/* every layout's code: not through libelf */
 		jb->ret = pg_emit_code(&jb->o, jb->im, jb->fd);
 	/* its memory now, not at join: a run's images are not all held */
 	pg_emit_layout_free(&jb->lo);
@@ -336,7 +466,7 @@ static int write_file(pg_elfset *set, struct wjob *jb)
 	const char *sl = strchr(pi->name, '/');
 	char flat[NAME_MAX + 1];
 	unsigned rnd = 0;
-	bool direct;
+	bool direct = false;
 	struct stat st;
 	long reg;
 	int ret, fd;
@@ -347,16 +477,29 @@ static int write_file(pg_elfset *set, struct wjob *jb)
 		job_free(jb);
 		return ret;
 	}
-	/* "SUB/NAME": the temporary beside SUB, renamed into it at commit */
-	fd = pg_tmpfile_open(set->dirfd, flat_name(pi, flat), 0644, &direct, &rnd, &reg,
-			     set->diag);
-	if (fd < 0) {
-		job_free(jb);
-		return fd;
+	/* a name that is not a regular file is written in place, whole */
+	if (im->st && fstatat(set->dirfd, flat_name(pi, flat), &st, 0) == 0 && !S_ISREG(st.st_mode))
+		stream_drop(im);
+	if (im->st) {
+		/* its code is in it: the temporary takes the final name's form */
+		fd = stream_adopt(set, im, p);
+		if (fd < 0) {
+			job_free(jb);
+			return fd;
+		}
+		atomic_store(&jb->code, CODE_DONE);
+	} else {
+		/* "SUB/NAME": the temporary beside SUB, renamed into it at commit */
+		fd = pg_tmpfile_open(set->dirfd, flat_name(pi, flat), 0644, &direct, &rnd, &reg,
+				     set->diag);
+		if (fd < 0) {
+			job_free(jb);
+			return fd;
+		}
+		/* the pend holds it from here on: tmp_abort removes it */
+		*p = (struct pend){ .reg = (int32_t)reg, .dreg = -1, .rnd = rnd, .pending = true,
+				    .direct = direct };
 	}
-	/* the pend holds it from here on: tmp_abort removes it */
-	*p = (struct pend){ .reg = (int32_t)reg, .dreg = -1, .rnd = rnd, .pending = true,
-			    .direct = direct };
 	if (sl && direct) {
 		close(fd);
 		tmp_abort(set, im->pub);

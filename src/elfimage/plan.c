@@ -241,6 +241,7 @@ static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t ge
 	im->load_off = off0 & ~(uint64_t)63;
 	/* .text from the image's own lowest function */
 	im->text_off = im->text_end = pl[mem[0]].addr - base;
+	pg_files_stream(set, im);
 	/* its functions at once, not copied at each doubling */
 	if (!pg_grow((void **)&im->funcs, &im->cap, nm, sizeof(*im->funcs))) {
 		ret = pg_err(set->diag, -ENOMEM, "out of memory");

@@ -230,6 +230,7 @@ int pg_set_add_placed(pg_elfset *set, const struct pg_code_event *ld, uint64_t s
 			ret = pg_files_new_image(set, name, &set->pack);
 			if (ret)
 				return ret;
+			pg_files_stream(set, set->pack);
 		}
 		ret = pg_emit_add_func(set, set->pack, ld, UINT64_MAX, false);
 		if (ret)

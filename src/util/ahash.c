@@ -28,10 +28,12 @@
 #define ARENA_MAX (8u << 20)	/* copied bytes queued before the caller waits */
 
 struct upd {
-	struct sha1_ctx *ctx;
+	struct sha1_ctx *ctx;	/* NULL: not digested (a write only) */
 	const uint8_t *p;
 	size_t len;
 	void (*fn)(void *);	/* a job instead (pg_ahash_run), its argument p */
+	struct pg_ahash_sink *sink;	/* and written there, at off */
+	uint64_t off;
 };
 
 struct chunk {
@@ -54,6 +56,25 @@ struct pg_ahash {
 	struct chunk *arena;	/* the caller's: copies of queued bytes */
 	size_t arena_bytes;
 };
+
+/* Writes p at off into the sink's file, unless an earlier write failed. */
+static void sink_write(struct pg_ahash_sink *s, const uint8_t *p, size_t len, uint64_t off)
+{
+	if (!s->err && pg_gather_add(&s->g, p, len, off) < 0)
+		s->err = errno ? errno : EIO;
+}
+
+static void apply(const struct upd *u)
+{
+	if (u->ctx)
+		sha1_update(u->ctx, u->len, u->p);
+	/* right after the digest read them: the bytes are in the cache */
+	if (u->sink)
+		sink_write(u->sink, u->p, u->len, u->off);
+	/* the dump's pages are read here, not where the update was queued:
+	 * this thread counts them towards the next trim (pg_inputs_touched) */
+	pg_inputs_touched(u->len);
+}
 
 static void *worker(void *arg)
 {
@@ -79,11 +100,7 @@ static void *worker(void *arg)
 			if (u->fn) {
 				u->fn((void *)u->p);
 			} else {
-				sha1_update(u->ctx, u->len, u->p);
-				/* the dump's pages are read here, not where the
-				 * update was queued: this thread counts them
-				 * towards the next trim (pg_inputs_touched) */
-				pg_inputs_touched(u->len);
+				apply(u);
 			}
 		}
 		pthread_mutex_lock(&h->mu);
@@ -179,7 +196,30 @@ void pg_ahash_update(struct pg_ahash *h, struct sha1_ctx *ctx, const void *p, si
 	}
 	if (h->nstage == STAGE)
 		hand_over(h, false);
-	h->stage[h->nstage++] = (struct upd){ ctx, p, len, NULL };
+	h->stage[h->nstage++] = (struct upd){ ctx, p, len, NULL, NULL, 0 };
+}
+
+void pg_ahash_update_write(struct pg_ahash *h, struct sha1_ctx *ctx, const void *p, size_t len,
+			   struct pg_ahash_sink *sink, uint64_t off)
+{
+	struct upd u = { ctx, p, len, NULL, sink, off };
+
+	if (!len)
+		return;
+	if (!h || !h->threaded) {
+		apply(&u);
+		return;
+	}
+	if (h->nstage == STAGE)
+		hand_over(h, false);
+	h->stage[h->nstage++] = u;
+}
+
+int pg_ahash_sink_flush(struct pg_ahash_sink *s)
+{
+	if (!s->err && pg_gather_flush(&s->g) < 0)
+		s->err = errno ? errno : EIO;
+	return s->err ? -s->err : 0;
 }
 
 void pg_ahash_run(struct pg_ahash *h, void (*fn)(void *), void *arg)
@@ -190,7 +230,7 @@ void pg_ahash_run(struct pg_ahash *h, void (*fn)(void *), void *arg)
 	}
 	if (h->nstage == STAGE)
 		hand_over(h, false);
-	h->stage[h->nstage++] = (struct upd){ NULL, arg, 0, fn };
+	h->stage[h->nstage++] = (struct upd){ NULL, arg, 0, fn, NULL, 0 };
 	hand_over(h, true);	/* at once: the caller goes on with other work */
 }
 

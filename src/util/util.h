@@ -197,6 +197,20 @@ void pg_gather_init(struct pg_gather *g, int fd, uint64_t fill_lo, uint64_t fill
 int pg_gather_add(struct pg_gather *g, const void *p, size_t n, uint64_t off);
 int pg_gather_flush(struct pg_gather *g);
 
+/* Bytes written into a file as they are digested (an image's code while
+ * it is built, read once rather than again at the write): a pg_gather
+ * batch on the worker, and the first write's errno. */
+struct pg_ahash_sink {
+	struct pg_gather g;
+	int err;
+};
+/* As pg_ahash_update (ctx NULL: not digested), then p written at off into
+ * the sink's file; the sink and p are borrowed until pg_ahash_wait. */
+void pg_ahash_update_write(struct pg_ahash *h, struct sha1_ctx *ctx, const void *p, size_t len,
+			   struct pg_ahash_sink *sink, uint64_t off);
+/* After pg_ahash_wait: the last batch written; 0 or the first -errno. */
+int pg_ahash_sink_flush(struct pg_ahash_sink *s);
+
 /* Files to remove if the process is killed by a signal (see cleanup.c):
  * pg_cleanup_add() copies the name and keeps its own descriptor of the
  * directory; it returns a handle for pg_cleanup_del(), or -1 when it
