@@ -22,7 +22,6 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <nettle/sha1.h>
 
 #include <perfgraft/elfimage.h>
 #include "elfimage/dwarf.h"
@@ -109,7 +108,7 @@ struct img {
 	uint64_t text_off, text_end;
 	struct func *funcs;
 	size_t nfuncs, cap;
-	struct sha1_ctx sha;	/* updated through ah, on its worker thread */
+	struct pg_digest *dig;	/* the build-id's, updated through ah, on its worker thread */
 	struct pg_ahash *ah;	/* the set's; NULL once the worker has it */
 	bool has_inl;		/* the digest says it has inlined subroutines */
 	struct pg_dwarf dw;

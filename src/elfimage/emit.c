@@ -11,7 +11,6 @@
 #include <string.h>
 #include <gelf.h>
 #include <libelf.h>
-#include <nettle/sha1.h>
 #include <zlib.h>
 
 #include "elfimage/builder.h"
@@ -79,10 +78,10 @@ int pg_emit_add_func(pg_elfset *set, struct img *im, const struct pg_code_event 
 	pg_buf_add(&im->strtab, ld->name, nlen + 1);
 	if (off + ld->size > im->text_end)
 		im->text_end = off + ld->size;
-	pg_ahash_update_copy(im->ah, &im->sha, meta, sizeof(meta));
-	pg_ahash_update_copy(im->ah, &im->sha, ld->name, nlen + 1);
+	pg_ahash_update_copy(im->ah, im->dig, meta, sizeof(meta));
+	pg_ahash_update_copy(im->ah, im->dig, ld->name, nlen + 1);
 	/* counts what it reads */
-	pg_ahash_update_write(im->ah, &im->sha, ld->code, ld->size, im->sink, off);
+	pg_ahash_update_write(im->ah, im->dig, ld->code, ld->size, im->sink, off);
 	if (im->sink && f->cfi) {	/* the memory layout's copy of its CFI after it */
 		const struct pg_code_cfi *u = f->cfi;
 		uint64_t at = off + pg_align(ld->size, 8), n = u->eh_frame_size;
@@ -107,7 +106,7 @@ int pg_emit_add_func(pg_elfset *set, struct img *im, const struct pg_code_event 
 		/* an image with inlined subroutines is not what a writer
 		 * without them made of the same input (kept out of the digest
 		 * of images without, whose build-ids stay as they were) */
-		pg_ahash_update(im->ah, &im->sha, "inline-dies-1", 13);
+		pg_ahash_update(im->ah, im->dig, "inline-dies-1", 13);
 		im->has_inl = true;
 	}
 	if ((inl.skipped || inl.capped) && !quiet)

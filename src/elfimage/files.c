@@ -14,12 +14,12 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <gelf.h>
-#include <nettle/sha1.h>
 
 #include "elfimage/builder.h"
 
-/* bump when the bytes written for the same input change */
-#define IMAGE_FORMAT 2
+/* bump when the bytes written for the same input change (3: the
+ * build-id's digest is XXH3, not SHA-1) */
+#define IMAGE_FORMAT 3
 
 /* A temporary the code is written into while the image is built
  * (pg_files_stream): named after the image's first name, which the
@@ -54,8 +54,9 @@ void pg_files_free_image(struct img *im)
 {
 	if (!im)
 		return;
-	pg_ahash_wait(im->ah);	/* nothing queued may reach im->sha after */
+	pg_ahash_wait(im->ah);	/* nothing queued may reach im->dig after */
 	stream_drop(im);	/* nor write into its temporary */
+	pg_digest_free(im->dig);
 	pg_buf_free(&im->meh);
 	pg_buf_free(&im->mhdr);
 	free(im->funcs);
@@ -97,11 +98,16 @@ int pg_files_new_image(pg_elfset *set, const char *want, struct img **out)
 		return pg_err(set->diag, -ENOMEM, "out of memory");
 	set->pend[set->nimages] = (struct pend){ .reg = -1, .dreg = -1 };
 	im = calloc(1, sizeof(*im));
+	if (im && !(im->dig = pg_digest_new())) {
+		free(im);
+		im = NULL;
+	}
 	if (!im)
 		return pg_err(set->diag, -ENOMEM, "out of memory");
 	pi = &set->images[set->nimages];
 	memset(pi, 0, sizeof(*pi));
 	if (asprintf(&pi->path, "%s/%s", set->dir, name) < 0) {
+		pg_digest_free(im->dig);
 		free(im);
 		return pg_err(set->diag, -ENOMEM, "out of memory");
 	}
@@ -110,8 +116,7 @@ int pg_files_new_image(pg_elfset *set, const char *want, struct img **out)
 	im->text_off = im->text_end = set->text_off;
 	pg_dwarf_init(&im->dw, set->hdr.big_endian, set->hdr.is_64bit ? 8 : 4);
 	pg_buf_u8(&im->strtab, 0);
-	/* queued for im->sha only from here on: these are applied at once */
-	sha1_init(&im->sha);
+	/* queued for im->dig only from here on: these are applied at once */
 	im->ah = set->ah;
 	{
 		/* identity of the input: same dump, same build-ids */
@@ -121,10 +126,10 @@ int pg_files_new_image(pg_elfset *set, const char *want, struct img **out)
 		 * pass for this one when an existing file is reused */
 		uint8_t layout[2] = { IMAGE_FORMAT, set->cfi_compat | set->zdebug << 1 };
 
-		sha1_update(&im->sha, 14, (const uint8_t *)"perfgraft-jit");
-		sha1_update(&im->sha, sizeof(layout), layout);
-		sha1_update(&im->sha, sizeof(id), (const uint8_t *)id);
-		sha1_update(&im->sha, strlen(name) + 1, (const uint8_t *)name);
+		pg_digest_update(im->dig, "perfgraft-jit", 14);
+		pg_digest_update(im->dig, layout, sizeof(layout));
+		pg_digest_update(im->dig, id, sizeof(id));
+		pg_digest_update(im->dig, name, strlen(name) + 1);
 	}
 	*out = im;
 	return 0;
@@ -156,11 +161,11 @@ static bool reuse(pg_elfset *set, struct pg_elf_image *pi)
 static int name_image(pg_elfset *set, struct img *im, const struct layout *lo)
 {
 	struct pg_elf_image *pi = &set->images[im->pub];
-	uint8_t bid[SHA1_DIGEST_SIZE];
+	uint8_t bid[PG_DIGEST_SIZE];
 
-	pg_ahash_update(im->ah, &im->sha, lo->ehp, lo->eh_size);
+	pg_ahash_update(im->ah, im->dig, lo->ehp, lo->eh_size);
 	pg_ahash_wait(im->ah);
-	sha1_digest(&im->sha, sizeof(bid), bid);
+	pg_digest_final(im->dig, bid);
 	memcpy(pi->build_id, bid, BUILD_ID_SIZE);
 	if (set->build_id_names) {
 		size_t dl = strlen(set->dir), nl = strlen(pi->name);

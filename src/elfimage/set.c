@@ -13,7 +13,6 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <libelf.h>
-#include <nettle/sha1.h>
 
 #include "elfimage/builder.h"
 
@@ -209,7 +208,7 @@ int pg_set_add_placed(pg_elfset *set, const struct pg_code_event *ld, uint64_t s
 			return ret;
 		}
 		if (u)
-			pg_ahash_update(im->ah, &im->sha, u->eh_frame_hdr, u->eh_frame_hdr_size);
+			pg_ahash_update(im->ah, im->dig, u->eh_frame_hdr, u->eh_frame_hdr_size);
 		out->image = (uint32_t)im->pub;
 		out->pgoff = im->funcs[0].off;
 		out->map_len = u ? pg_align(ld->size, 8) + u->mapped_size : ld->size;

@@ -157,17 +157,24 @@ int pg_tmpfile_open(int dirfd, const char *name, unsigned mode, bool *direct,
  * -1 with errno set (ENOSPC for a write that wrote nothing). */
 int pg_pwrite_all(int fd, const void *p, size_t n, uint64_t off);
 
-/* SHA-1 updates applied on a worker thread, in the order they were
- * queued (ahash.c); the caller reads a context only after
+/* An image's build-id digest (ahash.c: XXH3-128, 20 bytes out). */
+#define PG_DIGEST_SIZE 20
+struct pg_digest;
+struct pg_digest *pg_digest_new(void);	/* NULL: out of memory */
+void pg_digest_update(struct pg_digest *d, const void *p, size_t len);
+void pg_digest_final(struct pg_digest *d, uint8_t out[PG_DIGEST_SIZE]);
+void pg_digest_free(struct pg_digest *d);
+
+/* Digest updates applied on a worker thread, in the order they were
+ * queued (ahash.c); the caller reads a digest only after
  * pg_ahash_wait().  NULL (pg_ahash_new out of memory) or a machine of one
  * core: every update is applied at once, in the caller's thread. */
-struct sha1_ctx;
 struct pg_ahash;
 struct pg_ahash *pg_ahash_new(void);
 /* p is borrowed: it must stay valid (and unchanged) until pg_ahash_wait */
-void pg_ahash_update(struct pg_ahash *h, struct sha1_ctx *ctx, const void *p, size_t len);
+void pg_ahash_update(struct pg_ahash *h, struct pg_digest *ctx, const void *p, size_t len);
 /* p is copied (a stack array, a name the caller may free) */
-void pg_ahash_update_copy(struct pg_ahash *h, struct sha1_ctx *ctx, const void *p, size_t len);
+void pg_ahash_update_copy(struct pg_ahash *h, struct pg_digest *ctx, const void *p, size_t len);
 /* Runs fn(arg) on the worker after what is queued (at once without one);
  * it must touch nothing the caller uses until pg_ahash_wait. */
 void pg_ahash_run(struct pg_ahash *h, void (*fn)(void *), void *arg);
@@ -206,7 +213,7 @@ struct pg_ahash_sink {
 };
 /* As pg_ahash_update (ctx NULL: not digested), then p written at off into
  * the sink's file; the sink and p are borrowed until pg_ahash_wait. */
-void pg_ahash_update_write(struct pg_ahash *h, struct sha1_ctx *ctx, const void *p, size_t len,
+void pg_ahash_update_write(struct pg_ahash *h, struct pg_digest *ctx, const void *p, size_t len,
 			   struct pg_ahash_sink *sink, uint64_t off);
 /* After pg_ahash_wait: the last batch written; 0 or the first -errno. */
 int pg_ahash_sink_flush(struct pg_ahash_sink *s);
