@@ -31,6 +31,16 @@ void cli_diag_init(struct pg_diag *d, struct cli_warnings *w);
 void cli_warnings_flush(struct cli_warnings *w);
 void cli_warnings_free(struct cli_warnings *w);
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Standard input spooled or read through path (/dev/stdin): messages and
+ * JSON name it as perf.data's reader does, "<stdin>" (and a "file" field
+ * "-"), whatever reader made them. */
+void cli_stdin_read_as(const char *path);
+/* s with the path standard input is read as replaced by "<stdin>" (buf
+ * holds the result when it differs) */
+const char *cli_shown(const char *s, char *buf, size_t n);
+/* an input's path for a "file" field or a summary line: "-" for the path
+ * standard input is read as (json: "-", else "<stdin>") */
+const char *cli_shown_path(const char *path, bool json);
 /* fflush(stdout) and its error flag: 0, or -1 after one "write error on
  * standard output" message (said once per run, however often called) */
 int cli_stdout_flush(void);
@@ -41,6 +51,8 @@ bool utf8_valid(const char *s);
 void json_str(FILE *f, const char *s);		/* quoted JSON string (U+FFFD for bad bytes) */
 void json_hex(FILE *f, const char *s);		/* quoted hex of the raw bytes */
 void json_warnings_error(FILE *f, const struct cli_warnings *w, const char *err);
+/* json_str of an error message, standard input named "<stdin>" (cli_shown) */
+void json_shown_err(FILE *f, const char *err);
 double now_seconds(void);
 
 /* safety.c */

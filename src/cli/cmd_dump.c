@@ -240,9 +240,9 @@ static int dump_jitdump(const char *path, bool json, struct cli_warnings *w)
 	if (ret < 0) {
 		if (json) {
 			printf("{\"format\":\"jitdump\",\"file\":");
-			json_str(stdout, path);
+			json_str(stdout, cli_shown_path(path, true));
 			printf(",\"header\":null,\"records\":[],\"warnings\":[],\"error\":");
-			json_str(stdout, diag.err);
+			json_shown_err(stdout, diag.err);
 			printf("}\n");
 		}
 		cli_error("%s", diag.err);
@@ -251,7 +251,7 @@ static int dump_jitdump(const char *path, bool json, struct cli_warnings *w)
 	h = pg_jitdump_header(jd);
 	if (json) {
 		printf("{\"format\":\"jitdump\",\"file\":");
-		json_str(stdout, path);
+		json_str(stdout, cli_shown_path(path, true));
 		printf(",\"header\":{\"version\":%u,\"total_size\":%u,\"elf_mach\":%u,\"pad1\":%u,\"pid\":%u,\"timestamp\":%llu,\"flags\":%llu,\"byte_order\":\"%s\",\"class\":%d,\"line_bias\":%u,\"line_bias_why\":",
 		       h->version, h->total_size, h->elf_mach, h->pad1, h->pid,
 		       (unsigned long long)h->timestamp, (unsigned long long)h->flags,
@@ -262,7 +262,8 @@ static int dump_jitdump(const char *path, bool json, struct cli_warnings *w)
 			printf("null");
 		printf("},\n\"records\":[");
 	} else {
-		printf("%s: jitdump version %u, %s-endian, %d-bit, e_machine %u, pid %u\n", path,
+		printf("%s: jitdump version %u, %s-endian, %d-bit, e_machine %u, pid %u\n",
+		       cli_shown_path(path, true),
 		       h->version, h->big_endian ? "big" : "little", h->is_64bit ? 64 : 32,
 		       h->elf_mach, h->pid);
 		printf("header: total_size %u, pad1 0x%x, timestamp %llu, flags 0x%llx%s",
@@ -331,7 +332,7 @@ static int fail(bool json, const char *path, int status, const char *fmt, ...)
 	if (json) {
 		printf("{\"format\":null,\"file\":");
 		if (path)
-			json_str(stdout, path);
+			json_str(stdout, cli_shown_path(path, true));
 		else
 			printf("null");
 		printf(",");

@@ -245,11 +245,13 @@ int cmd_elf(int argc, char **argv)
 		/* a terminal only (progress_due), never under -q */
 		if (!quiet && progress_due(&next_progress))
 			fprintf(stderr, "\rperfgraft: elf: %3d%% of %s",
-				(int)(100.0 * ev.src_offset / (double)pg_code_size(src)), argv[optind]);
+				(int)(100.0 * ev.src_offset / (double)pg_code_size(src)),
+				cli_shown_path(argv[optind], false));
 	}
 	/* read to the end: the last figure is 100%, not the last one due */
 	if (ret == 0 && next_progress > 0)
-		fprintf(stderr, "\rperfgraft: elf: %3d%% of %s", 100, argv[optind]);
+		fprintf(stderr, "\rperfgraft: elf: %3d%% of %s", 100,
+			cli_shown_path(argv[optind], false));
 	if (ret == 0)
 		ret = pg_elfset_finish(set);
 	if (ret == 0 && (list || maps))
@@ -291,7 +293,8 @@ int cmd_elf(int argc, char **argv)
 		 * unwind tables (perf --call-graph dwarf unwinds through those),
 		 * and images holding more than one function */
 		fprintf(stderr, "perfgraft: %s: %llu functions (%llu with unwind tables from an UNWINDING_INFO record, %llu without) in %zu image%s in %s (%zu holding several functions)%s; %llu line tables with %llu lines; %.3f MB written in %.2f s (%.0f MB/s of input)%s\n",
-			argv[optind], (unsigned long long)placed, (unsigned long long)with_cfi,
+			cli_shown_path(argv[optind], false), (unsigned long long)placed,
+			(unsigned long long)with_cfi,
 			(unsigned long long)(placed - with_cfi), n, n == 1 ? "" : "s", eo.dir, npack,
 			skipped ? " (functions without code skipped)" : "",
 			(unsigned long long)st.line_tables,

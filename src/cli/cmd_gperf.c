@@ -183,7 +183,7 @@ int cmd_gperf(int argc, char **argv)
 				 (unsigned long long)st.pprof_passes,
 				 (unsigned long long)st.pprof_removed);
 		fprintf(stderr, "perfgraft: gperf: %s: %llu records, %llu samples in %llu distinct stacks, period %llu us, %llu executable mappings (%llu build-ids) -> %llu samples of %s (pid %u)%s, %llu frames dropped (0 or above user space), %llu samples without a frame%s; %s written (%.3f MB) in %.2f s\n",
-			go.profile, (unsigned long long)ps.records,
+			cli_shown_path(go.profile, false), (unsigned long long)ps.records,
 			(unsigned long long)ps.samples, (unsigned long long)st.stacks,
 			(unsigned long long)(st.period_ns / 1000), (unsigned long long)st.mmaps,
 			(unsigned long long)st.build_ids, (unsigned long long)st.samples, st.comm,

@@ -153,7 +153,8 @@ static int run_account(const struct pg_xray_account_opts *ao, const char *output
 	cli_warnings_flush(w);
 	if (!quiet && !status) {
 		fprintf(stderr, "perfgraft: xray --account: %s: %llu function records on %llu thread%s, %llu calls of %llu function%s in %.2f s (latencies: %.1f MB)\n",
-			ao->trace, (unsigned long long)st.records, (unsigned long long)st.threads,
+			cli_shown_path(ao->trace, false), (unsigned long long)st.records,
+			(unsigned long long)st.threads,
 			st.threads == 1 ? "" : "s", (unsigned long long)st.calls,
 			(unsigned long long)st.functions, st.functions == 1 ? "" : "s",
 			now_seconds() - t0, st.latency_bytes / 1e6);

@@ -32,7 +32,7 @@ int dump_gperf(const char *path, bool json, struct cli_warnings *w)
 	if (ret < 0) {
 		if (json) {
 			printf("{\"file\":");
-			json_str(stdout, path);
+			json_str(stdout, cli_shown_path(path, true));
 			printf(",\"format\":\"gperftools-cpu\",");
 			json_warnings_error(stdout, w, diag.err);
 			printf("}\n");
@@ -44,7 +44,7 @@ int dump_gperf(const char *path, bool json, struct cli_warnings *w)
 	pg_gperf_stats(g, &st);
 	if (json) {
 		printf("{\"file\":");
-		json_str(stdout, path);
+		json_str(stdout, cli_shown_path(path, true));
 		printf(",\"format\":\"gperftools-cpu\",\"word_bits\":%u,\"byte_order\":\"%s\",\"header_slots\":%llu,\"version\":%llu,\"period_us\":%llu,\"total_samples\":%llu,\"records\":%llu,\"trailer\":%s,\"binary_bytes\":%llu,\"truncated_at\":%llu,\"zero_pc_records\":%llu,\"zero_pc_samples\":%llu,\"empty_records\":%llu,\"map_lines\":%llu,\"ignored_lines\":%llu,\n\"stacks\":[",
 		       h->word_bits, h->big_endian ? "big" : "little",
 		       (unsigned long long)h->header_slots, (unsigned long long)h->version,

@@ -135,9 +135,9 @@ int dump_perfdata(const char *path, bool json, struct cli_warnings *w)
 	if (ret < 0) {
 		if (json) {
 			printf("{\"format\":\"perf.data\",\"file\":");
-			json_str(stdout, path);
+			json_str(stdout, cli_shown_path(path, true));
 			printf(",\"attrs\":[],\"features\":[],\"records\":[],\"warnings\":[],\"error\":");
-			json_str(stdout, diag.err);
+			json_shown_err(stdout, diag.err);
 			printf("}\n");
 		}
 		cli_error("%s", diag.err);
@@ -145,7 +145,7 @@ int dump_perfdata(const char *path, bool json, struct cli_warnings *w)
 	}
 	if (json) {
 		printf("{\"format\":\"perf.data\",\"file\":");
-		json_str(stdout, path);
+		json_str(stdout, cli_shown_path(path, true));
 		printf(",\"mode\":\"%s\",\"byte_order\":\"%s\",\"header\":{\"version\":%d,\"data_size\":%llu},\n",
 		       pg_perfdata_pipe(pd) ? "pipe" : "file",
 		       pg_perfdata_big_endian(pd) ? "big" : "little", pg_perfdata_version(pd),
@@ -213,7 +213,7 @@ int dump_perfdata(const char *path, bool json, struct cli_warnings *w)
 		}
 		printf("],\"error\":");
 		if (ret < 0)
-			json_str(stdout, diag.err);
+			json_shown_err(stdout, diag.err);
 		else
 			printf("null");
 		printf(",\"summary\":{\"records\":%llu,\"by_name\":{", (unsigned long long)nrec);

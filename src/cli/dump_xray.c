@@ -158,9 +158,9 @@ int dump_xray(const char *path, bool json, bool time_order, struct cli_warnings 
 	if (ret < 0) {
 		if (json) {
 			printf("{\"format\":\"xray\",\"file\":");
-			json_str(stdout, path);
+			json_str(stdout, cli_shown_path(path, true));
 			printf(",\"header\":null,\"records\":[],\"warnings\":[],\"warnings_omitted\":0,\"error\":");
-			json_str(stdout, diag.err);
+			json_shown_err(stdout, diag.err);
 			printf("}\n");
 		}
 		cli_error("%s", diag.err);
@@ -169,14 +169,15 @@ int dump_xray(const char *path, bool json, bool time_order, struct cli_warnings 
 	h = pg_xray_header(t);
 	if (json) {
 		printf("{\"format\":\"xray\",\"file\":");
-		json_str(stdout, path);
+		json_str(stdout, cli_shown_path(path, true));
 		printf(",\"header\":{\"version\":%u,\"type\":\"%s\",\"flags\":%u,\"cycle_frequency\":%llu,\"buffer_size\":%llu,\"byte_order\":\"%s\"},\n\"records\":[",
 		       h->version, h->type == PG_XRAY_FDR ? "fdr" : "basic", h->flags,
 		       (unsigned long long)h->cycle_frequency, (unsigned long long)h->buffer_size,
 		       h->big_endian ? "big" : "little");
 	} else {
 		printf("%s: XRay %s trace version %u, %s-endian, %llu ticks/s%s%s",
-		       path, h->type == PG_XRAY_FDR ? "FDR" : "basic-mode", h->version,
+		       cli_shown_path(path, true), h->type == PG_XRAY_FDR ? "FDR" : "basic-mode",
+		       h->version,
 		       h->big_endian ? "big" : "little", (unsigned long long)h->cycle_frequency,
 		       h->flags & 1 ? ", constant TSC" : "", h->flags & 2 ? ", nonstop TSC" : "");
 		if (h->type == PG_XRAY_FDR)

@@ -420,6 +420,7 @@ int cli_input(const char *cmd, const char *arg, unsigned accept, const char *wan
 		return stream ? relay_stdin(in, head, (size_t)n) : 0;
 	}
 	in->path = "/dev/stdin";
+	cli_stdin_read_as(in->path);
 	if (stream)
 		return spool_stdin(in, head, (size_t)n, cmd);
 	return 0;

@@ -89,10 +89,43 @@ static void clear_progress(void)
 	progress_shown = false;
 }
 
+static const char *stdin_as;	/* the path standard input is read through */
+
+void cli_stdin_read_as(const char *path)
+{
+	stdin_as = path;
+}
+
+const char *cli_shown(const char *s, char *buf, size_t n)
+{
+	size_t k = stdin_as ? strlen(stdin_as) : 0, o = 0;
+	const char *p = s, *q;
+
+	if (!k || !s || !n || !strstr(s, stdin_as))
+		return s;
+	while ((q = strstr(p, stdin_as)) && o < n) {
+		o += (size_t)snprintf(buf + o, n - o, "%.*s<stdin>", (int)(q - p), p);
+		p = q + k;
+	}
+	if (o < n)
+		snprintf(buf + o, n - o, "%s", p);
+	return buf;
+}
+
+const char *cli_shown_path(const char *path, bool json)
+{
+	if (stdin_as && path && !strcmp(path, stdin_as))
+		return json ? "-" : "<stdin>";
+	return path;
+}
+
 static void on_warn(void *ctx, const char *msg)
 {
 	struct cli_warnings *w = ctx;
 	struct cli_warn_kind *kd;
+	char shown[PG_ERRMSG_MAX + 64];
+
+	msg = cli_shown(msg, shown, sizeof(shown));
 
 	if (w->collect) {
 		char *copy;
@@ -189,14 +222,23 @@ void cli_warnings_free(struct cli_warnings *w)
 
 void cli_error(const char *fmt, ...)
 {
+	char *msg = NULL, *shown;
 	va_list ap;
+	int n;
 
 	clear_progress();
-	fputs("perfgraft: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	n = vasprintf(&msg, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	if (n < 0) {	/* out of memory: the format itself, unnamed */
+		fprintf(stderr, "perfgraft: %s\n", fmt);
+		return;
+	}
+	/* "<stdin>" is shorter than the path it replaces */
+	shown = malloc((size_t)n + 1);
+	fprintf(stderr, "perfgraft: %s\n", shown ? cli_shown(msg, shown, (size_t)n + 1) : msg);
+	free(shown);
+	free(msg);
 }
 
 static bool stdout_reported;
@@ -309,6 +351,13 @@ bool progress_due(double *next)
 	return true;
 }
 
+void json_shown_err(FILE *f, const char *err)
+{
+	char shown[PG_ERRMSG_MAX + 64];
+
+	json_str(f, cli_shown(err, shown, sizeof(shown)));
+}
+
 /* The tail every dump --json object shares: the warnings collected, how
  * many were left out, and the error that stopped the walk (or null). */
 void json_warnings_error(FILE *f, const struct cli_warnings *w, const char *err)
@@ -321,7 +370,7 @@ void json_warnings_error(FILE *f, const struct cli_warnings *w, const char *err)
 	}
 	fprintf(f, "],\"warnings_omitted\":%lu,\"error\":", w->dropped);
 	if (err)
-		json_str(f, err);
+		json_shown_err(f, err);
 	else
 		fprintf(f, "null");
 }
