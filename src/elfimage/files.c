@@ -296,14 +296,21 @@ static int no_replace_rename(int dirfd, const char *from, const char *to)
 		return -errno;
 	if (linkat(dirfd, from, dirfd, to, 0) < 0)
 		return -errno;
-	(void)unlinkat(dirfd, from, 0);
+	if (unlinkat(dirfd, from, 0) < 0) {
+		int e = -errno;
+
+		(void)unlinkat(dirfd, to, 0);
+		return e;
+	}
 	return 0;
 }
 
 /* A streamed image's temporary, all its code written, given the name
  * tmp_name() makes from the image's final name: its descriptor, the
  * pend filled in as pg_tmpfile_open would have; or a negative errno
- * (the temporary is then removed). */
+ * (the temporary is then removed): -EAGAIN, unsaid, when it could not
+ * be renamed (a file system without RENAME_NOREPLACE or hard links),
+ * for the caller to write the image the usual way. */
 static int stream_adopt(pg_elfset *set, struct img *im, struct pend *p)
 {
 	struct pg_elf_image *pi = &set->images[im->pub];
@@ -337,10 +344,8 @@ static int stream_adopt(pg_elfset *set, struct img *im, struct pend *p)
 				pg_cleanup_del(reg);
 		}
 		if (ret) {
-			pg_err(set->diag, ret, "%s: cannot rename its temporary: %s", pi->path,
-			       strerror(-ret));
 			stream_drop(im);
-			return ret;
+			return -EAGAIN;
 		}
 		pg_cleanup_del(st->reg);
 	}
@@ -485,14 +490,13 @@ static int write_file(pg_elfset *set, struct wjob *jb)
 	/* a name that is not a regular file is written in place, whole */
 	if (im->st && fstatat(set->dirfd, flat_name(pi, flat), &st, 0) == 0 && !S_ISREG(st.st_mode))
 		stream_drop(im);
-	if (im->st) {
-		/* its code is in it: the temporary takes the final name's form */
-		fd = stream_adopt(set, im, p);
-		if (fd < 0) {
-			job_free(jb);
-			return fd;
-		}
+	/* its code is in it: the temporary takes the final name's form */
+	fd = im->st ? stream_adopt(set, im, p) : -EAGAIN;
+	if (fd >= 0) {
 		atomic_store(&jb->code, CODE_DONE);
+	} else if (fd != -EAGAIN) {
+		job_free(jb);
+		return fd;
 	} else {
 		/* "SUB/NAME": the temporary beside SUB, renamed into it at commit */
 		fd = pg_tmpfile_open(set->dirfd, flat_name(pi, flat), 0644, &direct, &rnd, &reg,

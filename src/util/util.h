@@ -212,7 +212,10 @@ struct pg_ahash_sink {
 	int err;
 };
 /* As pg_ahash_update (ctx NULL: not digested), then p written at off into
- * the sink's file; the sink and p are borrowed until pg_ahash_wait. */
+ * the sink's file.  The sink is borrowed until pg_ahash_wait; p until the
+ * sink's batch is written (pg_ahash_sink_flush, or a full batch), which
+ * may be after several waits: the bytes of the input the image is made
+ * of, not a copy. */
 void pg_ahash_update_write(struct pg_ahash *h, struct pg_digest *ctx, const void *p, size_t len,
 			   struct pg_ahash_sink *sink, uint64_t off);
 /* After pg_ahash_wait: the last batch written; 0 or the first -errno. */
