@@ -38,9 +38,10 @@ void cli_stdin_read_as(const char *path);
 /* s with the path standard input is read as replaced by "<stdin>" (buf
  * holds the result when it differs) */
 const char *cli_shown(const char *s, char *buf, size_t n);
-/* an input's path for a "file" field or a summary line: "-" for the path
- * standard input is read as (json: "-", else "<stdin>") */
-const char *cli_shown_path(const char *path, bool json);
+/* an input's path as printed: for the path standard input is read as,
+ * "-" where a file name stands alone (dump's "file" field and first
+ * line: as_file), else "<stdin>" (in a sentence) */
+const char *cli_shown_path(const char *path, bool as_file);
 /* fflush(stdout) and its error flag: 0, or -1 after one "write error on
  * standard output" message (said once per run, however often called) */
 int cli_stdout_flush(void);

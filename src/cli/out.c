@@ -112,10 +112,10 @@ const char *cli_shown(const char *s, char *buf, size_t n)
 	return buf;
 }
 
-const char *cli_shown_path(const char *path, bool json)
+const char *cli_shown_path(const char *path, bool as_file)
 {
 	if (stdin_as && path && !strcmp(path, stdin_as))
-		return json ? "-" : "<stdin>";
+		return as_file ? "-" : "<stdin>";
 	return path;
 }
 

@@ -95,8 +95,6 @@ struct mplace {
 
 #define NONE UINT32_MAX
 
-struct stream;
-
 /* An image being assembled. */
 struct img {
 	size_t pub;		/* index in set->images */
@@ -115,9 +113,9 @@ struct img {
 	struct pg_buf strtab;
 	const struct pg_code_cfi *unw;	/* real CFI, single-function images */
 	/* the code written into the image's temporary as it is added, on
-	 * the set's worker (files.c pg_files_stream), or NULL */
+	 * the set's worker (files.c pg_files_stream: its struct stream), or
+	 * NULL */
 	struct pg_ahash_sink *sink;
-	struct stream *st;
 };
 
 struct pg_elfset {

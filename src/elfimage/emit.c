@@ -52,6 +52,31 @@ static void inline_warning(pg_elfset *set, const struct pg_code_event *ld,
 			(unsigned long long)ld->id, ld->ninlines, cut);
 }
 
+/* The bytes of a memory-layout function's own CFI, copied after its code
+ * (at off, 8-aligned): its .eh_frame then its .eh_frame_hdr, each cut to
+ * what its place maps.  Returns how many pieces (the .eh_frame_hdr's
+ * only when some of it is mapped). */
+struct cfi_piece {
+	const void *p;
+	uint64_t n, at;
+};
+
+static int cfi_pieces(const struct pg_code_cfi *u, uint64_t off, uint64_t size,
+		      struct cfi_piece pc[2])
+{
+	uint64_t n = u->eh_frame_size, k = 0;
+
+	if (n > u->mapped_size)
+		n = u->mapped_size;
+	pc[k++] = (struct cfi_piece){ u->eh_frame, n, off + pg_align(size, 8) };
+	n = u->mapped_size - n;
+	if (n > u->eh_frame_hdr_size)
+		n = u->eh_frame_hdr_size;
+	if (n)
+		pc[k++] = (struct cfi_piece){ u->eh_frame_hdr, n, pc[0].at + pc[0].n };
+	return (int)k;
+}
+
 /* Adds a function at offset off (UINT64_MAX: after the last one, 16-byte
  * aligned); quiet: no warning about its inline chains (a copy of a
  * function already placed). */
@@ -83,17 +108,11 @@ int pg_emit_add_func(pg_elfset *set, struct img *im, const struct pg_code_event 
 	/* counts what it reads */
 	pg_ahash_update_write(im->ah, im->dig, ld->code, ld->size, im->sink, off);
 	if (im->sink && f->cfi) {	/* the memory layout's copy of its CFI after it */
-		const struct pg_code_cfi *u = f->cfi;
-		uint64_t at = off + pg_align(ld->size, 8), n = u->eh_frame_size;
+		struct cfi_piece pc[2];
+		int k = cfi_pieces(f->cfi, off, ld->size, pc);
 
-		if (n > u->mapped_size)
-			n = u->mapped_size;
-		pg_ahash_update_write(im->ah, NULL, u->eh_frame, n, im->sink, at);
-		at += n;
-		n = u->mapped_size - n;
-		if (n > u->eh_frame_hdr_size)
-			n = u->eh_frame_hdr_size;
-		pg_ahash_update_write(im->ah, NULL, u->eh_frame_hdr, n, im->sink, at);
+		for (int i = 0; i < k; i++)
+			pg_ahash_update_write(im->ah, NULL, pc[i].p, pc[i].n, im->sink, pc[i].at);
 	}
 	/* this thread's walk maps the dump as far (a name read maps the
 	 * pages around it): it counts the code it passed too */
@@ -484,23 +503,15 @@ int pg_emit_code(const struct emit_out *o, const struct img *im, int fd)
 		const struct func *f = &im->funcs[i];
 		const struct pg_code_cfi *u = f->cfi;
 
+		struct cfi_piece pc[2];
+		int k = u ? cfi_pieces(u, f->off, f->size, pc) : 0;
+
 		if (pg_gather_add(&g, f->code, f->size, f->off) < 0)
 			goto fail;
 		pg_inputs_touched(f->size + (u ? u->mapped_size : 0));
-		if (u) {
-			uint64_t at = f->off + pg_align(f->size, 8), n = u->eh_frame_size;
-
-			if (n > u->mapped_size)
-				n = u->mapped_size;
-			if (pg_gather_add(&g, u->eh_frame, n, at) < 0)
+		for (int i = 0; i < k; i++)
+			if (pg_gather_add(&g, pc[i].p, pc[i].n, pc[i].at) < 0)
 				goto fail;
-			at += n;
-			n = u->mapped_size - n;
-			if (n > u->eh_frame_hdr_size)
-				n = u->eh_frame_hdr_size;
-			if (n && pg_gather_add(&g, u->eh_frame_hdr, n, at) < 0)
-				goto fail;
-		}
 	}
 	if (pg_gather_flush(&g) < 0)
 		goto fail;

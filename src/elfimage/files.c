@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +24,8 @@
 
 /* A temporary the code is written into while the image is built
  * (pg_files_stream): named after the image's first name, which the
- * build-id may change, so renamed at the write (write_file). */
+ * build-id may change, so renamed at the write (write_file).  The image
+ * holds its sink. */
 struct stream {
 	struct pg_ahash_sink s;
 	int dirfd;		/* the set's */
@@ -32,11 +34,16 @@ struct stream {
 	char flat[NAME_MAX + 1];	/* the name it was made from */
 };
 
+static struct stream *stream_of(const struct img *im)
+{
+	return im->sink ? (struct stream *)((char *)im->sink - offsetof(struct stream, s)) : NULL;
+}
+
 /* Removes the temporary of a streamed image not written (a failure, an
  * identical file reused, a name that is not a regular file). */
 static void stream_drop(struct img *im)
 {
-	struct stream *st = im->st;
+	struct stream *st = stream_of(im);
 	char tmp[NAME_MAX + 41];
 
 	if (!st)
@@ -46,7 +53,6 @@ static void stream_drop(struct img *im)
 		unlinkat(st->dirfd, tmp, 0);
 	pg_cleanup_del(st->reg);
 	free(st);
-	im->st = NULL;
 	im->sink = NULL;
 }
 
@@ -282,7 +288,6 @@ void pg_files_stream(pg_elfset *set, struct img *im)
 	st->dirfd = set->dirfd;
 	/* only the gaps between pieces are filled: all of them in .text */
 	pg_gather_init(&st->s.g, fd, im->text_off, UINT64_MAX);
-	im->st = st;
 	im->sink = &st->s;
 }
 
@@ -308,25 +313,37 @@ static int no_replace_rename(int dirfd, const char *from, const char *to)
 /* A streamed image's temporary, all its code written, given the name
  * tmp_name() makes from the image's final name: its descriptor, the
  * pend filled in as pg_tmpfile_open would have; or a negative errno
- * (the temporary is then removed): -EAGAIN, unsaid, when it could not
- * be renamed (a file system without RENAME_NOREPLACE or hard links),
- * for the caller to write the image the usual way. */
+ * (the temporary is then removed): -EAGAIN, unsaid, when the image is
+ * to be written the usual way instead (no stream; a final name that is
+ * no regular file, written in place; a file system without
+ * RENAME_NOREPLACE or hard links). */
 static int stream_adopt(pg_elfset *set, struct img *im, struct pend *p)
 {
 	struct pg_elf_image *pi = &set->images[im->pub];
-	struct stream *st = im->st;
+	struct stream *st = stream_of(im);
 	char fbuf[NAME_MAX + 1], from[NAME_MAX + 41], to[NAME_MAX + 41];
 	const char *flat;
-	unsigned rnd = st->rnd;
-	long reg = st->reg;
-	int ret = pg_ahash_sink_flush(&st->s), fd = st->s.g.fd;
+	struct stat sb;
+	unsigned rnd;
+	long reg;
+	int ret, fd;
 
+	if (!st)
+		return -EAGAIN;
+	rnd = st->rnd;
+	reg = st->reg;
+	fd = st->s.g.fd;
+	ret = pg_ahash_sink_flush(&st->s);
 	if (ret) {
 		pg_err(set->diag, ret, "%s: cannot write ELF image: %s", pi->path, strerror(-ret));
 		stream_drop(im);
 		return ret;
 	}
 	flat = flat_name(pi, fbuf);
+	if (fstatat(set->dirfd, flat, &sb, 0) == 0 && !S_ISREG(sb.st_mode)) {
+		stream_drop(im);
+		return -EAGAIN;
+	}
 	if (strcmp(flat, st->flat)) {
 		/* the build-id named it: the temporary follows, never onto a
 		 * file that is there */
@@ -351,7 +368,6 @@ static int stream_adopt(pg_elfset *set, struct img *im, struct pend *p)
 	}
 	*p = (struct pend){ .reg = (int32_t)reg, .dreg = -1, .rnd = rnd, .pending = true };
 	free(st);
-	im->st = NULL;
 	im->sink = NULL;
 	return fd;
 }
@@ -393,10 +409,12 @@ static void run_job(void *arg)
 								     : sizeof(Elf32_Shdr));
 	if (!jb->ret)
 		jb->ret = pg_emit_elf(&jb->o, jb->im, &jb->lo, jb->fd);
-	code = atomic_compare_exchange_strong(&jb->code, &want, CODE_WORKER) ||
-	       want == CODE_DONE;
-	if (!jb->ret && code && want != CODE_DONE)	/* every layout's code: not through libelf */
+	/* every layout's code, not through libelf: this thread's unless the
+	 * set's thread took it, or it was written as the image was built */
+	code = atomic_compare_exchange_strong(&jb->code, &want, CODE_WORKER);
+	if (!jb->ret && code)
 		jb->ret = pg_emit_code(&jb->o, jb->im, jb->fd);
+	code |= want == CODE_DONE;
 	/* its memory now, not at join: a run's images are not all held */
 	pg_emit_layout_free(&jb->lo);
 	memset(&jb->lo, 0, sizeof(jb->lo));
@@ -487,11 +505,8 @@ static int write_file(pg_elfset *set, struct wjob *jb)
 		job_free(jb);
 		return ret;
 	}
-	/* a name that is not a regular file is written in place, whole */
-	if (im->st && fstatat(set->dirfd, flat_name(pi, flat), &st, 0) == 0 && !S_ISREG(st.st_mode))
-		stream_drop(im);
-	/* its code is in it: the temporary takes the final name's form */
-	fd = im->st ? stream_adopt(set, im, p) : -EAGAIN;
+	/* a streamed image's code is in its temporary already */
+	fd = stream_adopt(set, im, p);
 	if (fd >= 0) {
 		atomic_store(&jb->code, CODE_DONE);
 	} else if (fd != -EAGAIN) {

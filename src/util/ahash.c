@@ -233,16 +233,7 @@ void pg_ahash_wait(struct pg_ahash *h)
 
 void pg_ahash_update(struct pg_ahash *h, struct pg_digest *ctx, const void *p, size_t len)
 {
-	if (!len)
-		return;
-	if (!h || !h->threaded) {
-		pg_digest_update(ctx, p, len);
-		pg_inputs_touched(len);
-		return;
-	}
-	if (h->nstage == STAGE)
-		hand_over(h, false);
-	h->stage[h->nstage++] = (struct upd){ ctx, p, len, NULL, NULL, 0 };
+	pg_ahash_update_write(h, ctx, p, len, NULL, 0);
 }
 
 void pg_ahash_update_write(struct pg_ahash *h, struct pg_digest *ctx, const void *p, size_t len,
