@@ -195,6 +195,89 @@ static void test_u64map(void)
 	}
 }
 
+/* pg_paint against a model that paints address by address: each paint's
+ * parts (given to its callback) and the spans at the end, in address
+ * order.  Spans aligned to 16 bytes in half the steps take the paths of
+ * code reusing freed space (the same span again, one span inside the new
+ * one, the tail of the one before). */
+enum { PAINT_SPACE = 4096 };
+struct paint_log {
+	uint64_t part[PAINT_SPACE][3];	/* start, end, from */
+	size_t n;
+};
+
+static int paint_part(void *ctx, uint64_t start, uint64_t end, uint64_t from, uint32_t val)
+{
+	struct paint_log *lg = ctx;
+
+	if (lg->n == PAINT_SPACE || val != (uint32_t)from * 7)
+		return 1;
+	lg->part[lg->n][0] = start;
+	lg->part[lg->n][1] = end;
+	lg->part[lg->n][2] = from;
+	lg->n++;
+	return 0;
+}
+
+/* the model's runs of one paint in [lo, hi) into want (those painted) */
+static size_t paint_runs(const uint64_t *owner, uint64_t lo, uint64_t hi, uint64_t want[][3])
+{
+	size_t n = 0;
+
+	for (uint64_t a = lo; a < hi;) {
+		uint64_t b = a + 1;
+
+		while (b < hi && owner[b] == owner[a])
+			b++;
+		if (owner[a]) {
+			want[n][0] = a;
+			want[n][1] = b;
+			want[n][2] = owner[a] - 1;
+			n++;
+		}
+		a = b;
+	}
+	return n;
+}
+
+static void test_paint(void)
+{
+	static uint64_t owner[PAINT_SPACE];	/* from + 1, 0 = never painted */
+	static uint64_t want[PAINT_SPACE][3];
+	static struct paint_log lg;
+	struct pg_paint p = { 0 };
+	uint64_t x = 2463534242ull;
+	size_t bad = 0, n;
+
+	for (uint64_t step = 0; step < 40000; step++) {
+		uint64_t start, len;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		if (x & 1) {
+			start = (x >> 8) % (PAINT_SPACE / 16 - 4) * 16;
+			len = 16 * (1 + (x >> 20) % 3);
+		} else {
+			start = (x >> 8) % (PAINT_SPACE - 64);
+			len = 1 + (x >> 20) % ((x & 2) ? 64 : 8);
+		}
+		n = paint_runs(owner, start, start + len, want);
+		lg.n = 0;
+		if (pg_paint(&p, start, start + len, step, (uint32_t)step * 7, paint_part, &lg)) {
+			bad++;
+			break;
+		}
+		bad += lg.n != n || memcmp(lg.part, want, n * sizeof(want[0]));
+		for (uint64_t a = start; a < start + len; a++)
+			owner[a] = step + 1;
+	}
+	n = paint_runs(owner, 0, PAINT_SPACE, want);
+	lg.n = 0;
+	CHECK(!pg_paint_each(&p, paint_part, &lg) && lg.n == n &&
+	      !memcmp(lg.part, want, n * sizeof(want[0])), "spans at the end: %zu, model %zu", lg.n, n);
+	CHECK(!bad, "%zu paints whose covered parts differ from the model's", bad);
+	pg_paint_free(&p);
+}
+
 static void on_warn(void *ctx, const char *msg)
 {
 	(void)ctx;
@@ -1053,6 +1136,7 @@ int main(void)
 {
 	test_encoders();
 	test_u64map();
+	test_paint();
 	test_synth(false);
 	test_synth(true);
 	test_reader(false);

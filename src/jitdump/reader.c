@@ -378,6 +378,10 @@ static void parse_debug(pg_jitdump *jd, uint64_t off, const uint8_t *body,
 {
 	const uint8_t *q = body + DEBUG_FIXED, *end = body + blen;
 	const char *prev = NULL, *prev_bad = NULL;
+	/* the last name taken as written, and the last that needed no
+	 * checks of what follows it (16 bytes or more, no control bytes) */
+	const uint8_t *taken = NULL, *clean = NULL;
+	size_t taken_len = 0, clean_len = 0;
 	uint32_t prev_bad_len = 0;
 	uint64_t damaged = 0;
 
@@ -413,6 +417,19 @@ static void parse_debug(pg_jitdump *jd, uint64_t off, const uint8_t *body,
 		ln->line = rd32(jd, q + 8);
 		ln->discrim = rd32(jd, q + 12);
 		s = q + 16;
+		/* a function's rows mostly repeat one name: the same bytes are
+		 * the same name, and one pointer lets the model and the line
+		 * program take it once, not hash it again at every row */
+		if (clean && (size_t)(end - s) > clean_len && !memcmp(s, clean, clean_len + 1)) {
+			ln->damaged = NULL;
+			ln->damaged_len = 0;
+			ln->file = (const char *)clean;
+			prev = ln->file;
+			prev_bad = NULL;
+			prev_bad_len = 0;
+			q = s + clean_len + 1;
+			continue;
+		}
 		nul = memchr(s, 0, (size_t)(end - s));
 		if (!nul) {
 			pg_warn(jd->diag, "%s: offset %llu: DEBUG_INFO entry %llu of %llu has a file name that runs past the end of its record; record dropped",
@@ -462,8 +479,16 @@ static void parse_debug(pg_jitdump *jd, uint64_t off, const uint8_t *body,
 			ln->file = prev;	/* "same file as the previous entry" */
 			ln->damaged = prev_bad;
 			ln->damaged_len = prev_bad_len;
+		} else if (taken && taken_len == (size_t)(nul - s) && !memcmp(taken, s, taken_len)) {
+			ln->file = (const char *)taken;	/* the same name again */
 		} else {
 			ln->file = (const char *)s;
+			taken = s;
+			taken_len = (size_t)(nul - s);
+			if (nul - s >= V8_DAMAGED_PREFIX && !has_control(s, nul)) {
+				clean = s;
+				clean_len = (size_t)(nul - s);
+			}
 		}
 		prev = ln->file;
 		prev_bad = ln->damaged;
@@ -648,6 +673,10 @@ int pg_jitdump_next(pg_jitdump *jd, struct pg_jd_record *rec)
 			return 0;
 		}
 		jd->off += tsz;
+		/* the next header is a record's length away, past code this
+		 * walk does not read: no stride a prefetcher would follow */
+		if (jd->off + REC_HDR <= jd->size)
+			__builtin_prefetch(jd->base + jd->off);
 		jd->st.records++;
 		pg_inputs_touched(tsz);	/* resident pages: a window, not the dump */
 		body = p + REC_HDR;

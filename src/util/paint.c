@@ -123,30 +123,91 @@ int pg_paint(struct pg_paint *p, uint64_t start, uint64_t end, uint64_t from, ui
 		p->init = true;
 	}
 	/* nothing painted in [start, end) (fresh code, a MOVE's new place):
-	 * one insertion, not two splits and three merges */
+	 * one insertion, not two splits and three merges.  One descent by
+	 * start finds both neighbours (the span before start and the first
+	 * at or after it) and where the new node's priority puts it, as
+	 * merge() would: the treap's nodes are cache misses, so the path is
+	 * walked once */
 	{
-		uint32_t r = p->root, last = NIL;
+		uint32_t r = p->root, pred = NIL, succ = NIL, succ2 = NIL, at = NIL;
+		uint32_t at_parent = NIL, prio = p->rnd, parent = NIL;
+		bool at_right = false, right = false, placed = false;
 
+		/* the priority node_new() will give it */
+		prio ^= prio << 13;
+		prio ^= prio >> 17;
+		prio ^= prio << 5;
 		while (r != NIL) {
-			if (p->n[r].start < end) {
-				last = r;
-				r = p->n[r].r;
+			if (!placed && p->n[r].prio <= prio) {
+				placed = true;
+				at = r;
+				at_parent = parent;
+				at_right = right;
+			}
+			parent = r;
+			right = p->n[r].start < start;
+			if (right) {
+				pred = r;
 			} else {
-				r = p->n[r].l;
+				succ2 = succ;	/* succ's successor unless it has a right subtree */
+				succ = r;
+			}
+			r = right ? p->n[r].r : p->n[r].l;
+		}
+		if (!placed) {
+			at_parent = parent;
+			at_right = right;
+		}
+		/* code over exactly one span that lies within it (a JIT reusing
+		 * freed code space, often for code of the same size): that span
+		 * becomes the new one, its key still between its neighbours' */
+		if ((pred == NIL || p->n[pred].end <= start) && succ != NIL &&
+		    p->n[succ].start < end && p->n[succ].end <= end) {
+			uint32_t next = p->n[succ].r;
+
+			if (next != NIL)
+				while (p->n[next].l != NIL)
+					next = p->n[next].l;
+			else
+				next = succ2;
+			if (next == NIL || p->n[next].start >= end) {
+				struct pg_paint_node *nd = &p->n[succ];
+
+				if (fn && (ret = fn(ctx, nd->start, nd->end, nd->from, nd->val))) {
+					p->root = NIL;	/* as below: the caller frees it */
+					return ret;
+				}
+				nd->start = start;
+				nd->end = end;
+				nd->from = from;
+				nd->val = val;
+				return 0;
 			}
 		}
-		if (last == NIL || p->n[last].end <= start) {
+		/* over the tail of the span before it only: that span ends here */
+		if (pred != NIL && p->n[pred].end > start && p->n[pred].end <= end &&
+		    (succ == NIL || p->n[succ].start >= end)) {
+			struct pg_paint_node *nd = &p->n[pred];
+
+			if (fn && (ret = fn(ctx, start, nd->end, nd->from, nd->val))) {
+				p->root = NIL;
+				return ret;
+			}
+			nd->end = start;
+			pred = NIL;	/* no longer in the way */
+		}
+		if ((pred == NIL || p->n[pred].end <= start) &&
+		    (succ == NIL || p->n[succ].start >= end)) {
 			uint32_t *link;
 
 			if ((node = node_new(p, start, end, from, val)) == NIL) {
 				p->root = NIL;	/* left unusable: the caller frees it */
 				return -ENOMEM;
 			}
-			/* where its priority puts it, as merge() would */
-			link = &p->root;
-			while (*link != NIL && p->n[*link].prio > p->n[node].prio)
-				link = p->n[*link].start < start ? &p->n[*link].r : &p->n[*link].l;
-			split(p, *link, start, &p->n[node].l, &p->n[node].r);
+			/* (node_new may have moved the nodes: the link now) */
+			link = at_parent == NIL ? &p->root
+			       : at_right ? &p->n[at_parent].r : &p->n[at_parent].l;
+			split(p, at, start, &p->n[node].l, &p->n[node].r);
 			*link = node;
 			return 0;
 		}
