@@ -322,15 +322,44 @@ void pg_jitdump_stats(const pg_jitdump *jd, struct pg_jitdump_stats *st)
 }
 
 /* Could a debug entry start at p?  Used to find where a name really ends
- * when a producer wrote NUL bytes inside it. */
-static bool entry_plausible(const pg_jitdump *jd, const uint8_t *p,
-			    const uint8_t *end, uint64_t code_addr)
+ * when a producer wrote NUL bytes inside it.  *nul (when not NULL): the
+ * NUL that ends the name of the entry at p, if it was looked for. */
+static bool entry_plausible_nul(const pg_jitdump *jd, const uint8_t *p,
+				const uint8_t *end, uint64_t code_addr, const uint8_t **nul)
 {
+	const uint8_t *t;
+
 	if (end - p < DEBUG_ENTRY_MIN)
 		return false;
 	if (rd64(jd, p) - (code_addr - LINE_ADDR_BEFORE) >= LINE_ADDR_BEFORE + LINE_ADDR_SPAN)
 		return false;
-	return memchr(p + 16, 0, (size_t)(end - p - 16)) != NULL;
+	t = memchr(p + 16, 0, (size_t)(end - p - 16));
+	if (nul)
+		*nul = t;
+	return t != NULL;
+}
+
+static bool entry_plausible(const pg_jitdump *jd, const uint8_t *p,
+			    const uint8_t *end, uint64_t code_addr)
+{
+	return entry_plausible_nul(jd, p, end, code_addr, NULL);
+}
+
+/* Does a short name really end at nul (a plausible entry follows)?  If
+ * so, *next_name and *next_nul are that entry's name and its end, which
+ * the walk takes instead of looking for it again. */
+static bool short_name_ends(const pg_jitdump *jd, const uint8_t *nul, const uint8_t *end,
+			    uint64_t code_addr, const uint8_t **next_name,
+			    const uint8_t **next_nul)
+{
+	const uint8_t *t = NULL;
+
+	*next_name = NULL;
+	if (!entry_plausible_nul(jd, nul + 1, end, code_addr, &t))
+		return false;
+	*next_name = nul + 1 + 16;
+	*next_nul = t;
+	return true;
 }
 
 static bool all_zero(const uint8_t *p, const uint8_t *end)
@@ -382,6 +411,9 @@ static void parse_debug(pg_jitdump *jd, uint64_t off, const uint8_t *body,
 	 * checks of what follows it (16 bytes or more, no control bytes) */
 	const uint8_t *taken = NULL, *clean = NULL;
 	size_t taken_len = 0, clean_len = 0;
+	/* the end of the next entry's name, when the check of a short name
+	 * found it (names shorter than 16 bytes: most rows of eval'd code) */
+	const uint8_t *next_name = NULL, *next_nul = NULL;
 	uint32_t prev_bad_len = 0;
 	uint64_t damaged = 0;
 
@@ -430,7 +462,7 @@ static void parse_debug(pg_jitdump *jd, uint64_t off, const uint8_t *body,
 			q = s + clean_len + 1;
 			continue;
 		}
-		nul = memchr(s, 0, (size_t)(end - s));
+		nul = s == next_name ? next_nul : memchr(s, 0, (size_t)(end - s));
 		if (!nul) {
 			pg_warn(jd->diag, "%s: offset %llu: DEBUG_INFO entry %llu of %llu has a file name that runs past the end of its record; record dropped",
 				jd->name, (unsigned long long)off, (unsigned long long)i,
@@ -450,7 +482,8 @@ static void parse_debug(pg_jitdump *jd, uint64_t off, const uint8_t *body,
 			if (from <= nul) {
 				bad = has_control(s, nul);
 			} else if (!(last ? all_zero(nul + 1, end) :
-				     entry_plausible(jd, nul + 1, end, dbg->code_addr))) {
+				     short_name_ends(jd, nul, end, dbg->code_addr,
+						     &next_name, &next_nul))) {
 				/* (the last name as written may have zeros of
 				 * any length after it: padding)
 				 * a name shorter than 16 bytes is all heap bytes:
