@@ -66,6 +66,8 @@ struct inj {
 	bool explicit_done;
 	struct hkey *heap;	/* the queue (below) */
 	size_t nheap, heap_cap;
+	struct hkey *run;	/* a set's MMAP2s in order, popped beside the heap */
+	size_t run_at, run_n, run_cap;
 	uint64_t seq;
 	struct event *evs;	/* by slot */
 	size_t nslots, evs_cap;
@@ -185,7 +187,10 @@ struct deferred {
  * A 4-ary heap of 16-byte keys (the time; the seq above an event's slot
  * in evs): four children are one cache line, where a binary heap of the
  * 64-byte events missed the cache at every level of a pop (MOVE-heavy
- * dumps queue hundreds of thousands of MMAP2s at once). */
+ * dumps queue hundreds of thousands of MMAP2s at once).  A set's MMAP2s,
+ * queued all at once, go into a run instead, sorted once (they mostly
+ * come in time order already): a pop takes the run's head or the heap's
+ * top, whichever is first, as one heap of both would. */
 
 struct hkey {
 	uint64_t time;
@@ -270,19 +275,92 @@ static int heap_push(struct inj *j, uint32_t set, uint32_t map, uint64_t time)
 	return queue_slot(j, slot);
 }
 
-static struct event heap_pop(struct inj *j, uint64_t *time)
+/* The first queued key, from the run or the heap (*in_run); false when
+ * nothing is queued. */
+static bool queue_first(const struct inj *j, struct hkey *k, bool *in_run)
 {
-	struct hkey top = j->heap[0];
+	bool run = j->run_at < j->run_n;
+
+	if (!run && !j->nheap)
+		return false;
+	*in_run = run && (!j->nheap || key_less(&j->run[j->run_at], &j->heap[0]));
+	*k = *in_run ? j->run[j->run_at] : j->heap[0];
+	return true;
+}
+
+/* Takes the first queued event (queue_first() said there is one). */
+static struct event queue_pop(struct inj *j, bool in_run, uint64_t *time)
+{
+	struct hkey top = in_run ? j->run[j->run_at++] : j->heap[0];
 	struct event e = j->evs[SLOT_OF(top)];
 
-	j->heap[0] = j->heap[--j->nheap];
-	if (j->nheap)
-		sift_down(j, 0);
+	if (!in_run) {
+		j->heap[0] = j->heap[--j->nheap];
+		if (j->nheap)
+			sift_down(j, 0);
+	}
 	*time = top.time;
 	/* a slot not listed (no memory for the list) is only not reused */
 	if (pg_grow((void **)&j->freeslots, &j->free_cap, j->nfree + 1, sizeof(*j->freeslots)))
 		j->freeslots[j->nfree++] = SLOT_OF(top);
 	return e;
+}
+
+/* What is left of the run goes into the heap (its keys changing). */
+static int run_to_heap(struct inj *j)
+{
+	size_t m = j->run_n - j->run_at;
+
+	if (!m)
+		return 0;
+	if (!pg_grow((void **)&j->heap, &j->heap_cap, j->nheap + m, sizeof(*j->heap)))
+		return pg_err(j->diag, -ENOMEM, "out of memory");
+	for (size_t i = j->run_at; i < j->run_n; i++)
+		sift_up(j, j->nheap++, j->run[i]);
+	j->run_at = j->run_n = 0;
+	return 0;
+}
+
+/* Sorts the n keys at k by time, keeping their order among equal times
+ * (their seqs rise), into out; k is scratch.  An LSD radix sort of the
+ * times above the lowest, 11 bits a pass, as many passes as they need. */
+static void sort_run(struct hkey *k, struct hkey *out, size_t n)
+{
+	enum { BITS = 11, BUCKETS = 1 << BITS };
+	uint64_t lo = k[0].time, hi = k[0].time;
+	bool sorted = true;
+	struct hkey *src = k, *dst = out;
+	unsigned passes = 0;
+
+	for (size_t i = 1; i < n; i++) {
+		sorted &= k[i - 1].time <= k[i].time;
+		lo = k[i].time < lo ? k[i].time : lo;
+		hi = k[i].time > hi ? k[i].time : hi;
+	}
+	if (!sorted)
+		for (uint64_t r = hi - lo; r; r >>= BITS)
+			passes++;
+	for (unsigned p = 0; p < passes; p++) {
+		size_t count[BUCKETS] = { 0 }, at = 0;
+		unsigned shift = p * BITS;
+		struct hkey *t;
+
+		for (size_t i = 0; i < n; i++)
+			count[((src[i].time - lo) >> shift) & (BUCKETS - 1)]++;
+		for (size_t b = 0; b < BUCKETS; b++) {
+			size_t c = count[b];
+
+			count[b] = at;
+			at += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			dst[count[((src[i].time - lo) >> shift) & (BUCKETS - 1)]++] = src[i];
+		t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != out)
+		memcpy(out, src, n * sizeof(*out));
 }
 
 /* Waits for the images of the dump read last, if still being written,
@@ -431,9 +509,12 @@ static int emit(struct inj *j, const struct event *e, uint64_t time)
 /* Injected records due before an input record of time t. */
 static int flush_until(struct inj *j, uint64_t t)
 {
-	while (j->nheap && j->heap[0].time <= t) {
+	struct hkey first;
+	bool in_run;
+
+	while (queue_first(j, &first, &in_run) && first.time <= t) {
 		uint64_t time;
-		struct event e = heap_pop(j, &time);
+		struct event e = queue_pop(j, in_run, &time);
 		int ret = emit(j, &e, time);
 
 		if (ret)
@@ -607,6 +688,27 @@ static int push_staged(struct inj *j, size_t n)
 {
 	int ret = 0;
 
+	/* the run, when it is free: the keys are made where the times are
+	 * staged (the heap's spare room, scratch for the sort) */
+	if (n > 1 && j->run_at == j->run_n) {
+		struct hkey *k = j->heap + j->nheap;
+
+		if (j->seq + n - 1 > UINT32_MAX)
+			return pg_err(j->diag, -ENOMEM, "more than 4 billion MMAP2 records to inject");
+		if (!pg_grow((void **)&j->run, &j->run_cap, n, sizeof(*j->run)))
+			return pg_err(j->diag, -ENOMEM, "out of memory");
+		for (size_t i = 0; i < n; i++) {
+			uint32_t slot = (uint32_t)j->nslots++;
+
+			j->evs[slot] = (struct event){ .set = (uint32_t)(j->nsets - 1),
+						       .map = (uint32_t)i };
+			k[i].ord = j->seq++ << 32 | slot;
+		}
+		sort_run(k, j->run, n);
+		j->run_at = 0;
+		j->run_n = n;
+		return 0;
+	}
 	for (size_t i = 0; i < n && !ret; i++) {
 		uint32_t slot = (uint32_t)j->nslots++;
 
@@ -1335,6 +1437,12 @@ static int cancel_early(struct inj *j, uint32_t pid, uint64_t start, uint64_t le
 		anon = false;
 		pi->early_lo = pi->early_hi = 0;	/* none left after this */
 	}
+	if (!anon) {	/* the keys may change: the heap keeps them in order */
+		int ret = run_to_heap(j);
+
+		if (ret)
+			return ret;
+	}
 	for (size_t i = 0; i < j->nheap && !anon; i++) {
 		struct hkey *k = &j->heap[i];
 		const struct event *e = &j->evs[SLOT_OF(*k)];
@@ -1808,6 +1916,7 @@ out:
 	free(j.hq);
 	free(j.words);
 	free(j.heap);
+	free(j.run);
 	free(j.evs);
 	free(j.freeslots);
 	free(j.pids);
