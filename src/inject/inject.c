@@ -68,6 +68,7 @@ struct inj {
 	size_t nheap, heap_cap;
 	struct hkey *run;	/* a set's MMAP2s in order, popped beside the heap */
 	size_t run_at, run_n, run_cap;
+	bool staged_run;	/* queue_maps() staged into the run, not the heap */
 	uint64_t seq;
 	struct event *evs;	/* by slot */
 	size_t nslots, evs_cap;
@@ -238,14 +239,15 @@ static void sift_down(struct inj *j, size_t i)
 	j->heap[i] = k;
 }
 
-/* Room for n more events and keys (queue_maps stages events at
- * evs[nslots...] before they are pushed). */
-static int queue_room(struct inj *j, size_t n)
+/* Room for n more events, and in the heap for their keys unless they go
+ * into the run (queue_maps stages events at evs[nslots...] before they
+ * are pushed). */
+static int queue_room(struct inj *j, size_t n, bool heap)
 {
 	if (n > SIZE_MAX - j->nslots || n > SIZE_MAX - j->nheap ||
 	    j->nslots + n > UINT32_MAX ||
 	    !pg_grow((void **)&j->evs, &j->evs_cap, j->nslots + n, sizeof(*j->evs)) ||
-	    !pg_grow((void **)&j->heap, &j->heap_cap, j->nheap + n, sizeof(*j->heap)))
+	    (heap && !pg_grow((void **)&j->heap, &j->heap_cap, j->nheap + n, sizeof(*j->heap))))
 		return pg_err(j->diag, -ENOMEM, "out of memory");
 	return 0;
 }
@@ -265,7 +267,7 @@ static int queue_slot(struct inj *j, uint32_t slot)
 static int heap_push(struct inj *j, uint32_t set, uint32_t map, uint64_t time)
 {
 	uint32_t slot;
-	int ret = queue_room(j, 1);
+	int ret = queue_room(j, 1, true);
 
 	if (ret)
 		return ret;
@@ -322,14 +324,15 @@ static int run_to_heap(struct inj *j)
 }
 
 /* Sorts the n keys at k by time, keeping their order among equal times
- * (their seqs rise), into out; k is scratch.  An LSD radix sort of the
- * times above the lowest, 11 bits a pass, as many passes as they need. */
-static void sort_run(struct hkey *k, struct hkey *out, size_t n)
+ * (their seqs rise): an LSD radix sort of the times above the lowest, 11
+ * bits a pass, as many passes as they need, through scratch of n keys
+ * (only when they are not in order already).  -ENOMEM without it. */
+static int sort_run(struct hkey *k, size_t n)
 {
 	enum { BITS = 11, BUCKETS = 1 << BITS };
 	uint64_t lo = k[0].time, hi = k[0].time;
 	bool sorted = true;
-	struct hkey *src = k, *dst = out;
+	struct hkey *src = k, *dst;
 	unsigned passes = 0;
 
 	for (size_t i = 1; i < n; i++) {
@@ -337,9 +340,12 @@ static void sort_run(struct hkey *k, struct hkey *out, size_t n)
 		lo = k[i].time < lo ? k[i].time : lo;
 		hi = k[i].time > hi ? k[i].time : hi;
 	}
-	if (!sorted)
-		for (uint64_t r = hi - lo; r; r >>= BITS)
-			passes++;
+	if (sorted)
+		return 0;
+	if (!(dst = malloc(n * sizeof(*dst))))
+		return -ENOMEM;
+	for (uint64_t r = hi - lo; r; r >>= BITS)
+		passes++;
 	for (unsigned p = 0; p < passes; p++) {
 		size_t count[BUCKETS] = { 0 }, at = 0;
 		unsigned shift = p * BITS;
@@ -359,8 +365,12 @@ static void sort_run(struct hkey *k, struct hkey *out, size_t n)
 		src = dst;
 		dst = t;
 	}
-	if (src != out)
-		memcpy(out, src, n * sizeof(*out));
+	if (src != k) {
+		memcpy(k, src, n * sizeof(*k));
+		dst = src;
+	}
+	free(dst);	/* the scratch, whichever it ended as */
+	return 0;
 }
 
 /* Waits for the images of the dump read last, if still being written,
@@ -648,18 +658,24 @@ static int queue_maps(struct inj *j, struct pidinfo *pi, size_t *nevs)
 {
 	size_t n, s = j->nsets - 1;
 	const struct pg_elf_map *m = pg_elfset_maps(j->sets[s], &n);
-	int ret = queue_room(j, n);
+	/* the run when it is free (push_staged), else the heap's spare room */
+	bool to_run = n > 1 && j->run_at == j->run_n;
+	int ret = queue_room(j, n, !to_run);
+	struct hkey *stage;
 
 	*nevs = 0;
 	if (ret)
 		return ret;
-	if (n > UINT32_MAX || s > UINT32_MAX)
+	if (n > UINT32_MAX || s > UINT32_MAX ||
+	    (to_run && !pg_grow((void **)&j->run, &j->run_cap, n, sizeof(*j->run))))
 		return pg_err(j->diag, -ENOMEM, "out of memory");
+	j->staged_run = to_run;
+	stage = to_run ? j->run : j->heap + j->nheap;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t t, lt;
 
 		map_times(j, s, i, &t, &lt);
-		j->heap[j->nheap + i].time = t;
+		stage[i].time = t;
 		if (m[i].kind == PG_ELF_MAP_LOAD && t < pi->first_load)
 			pi->first_load = t;
 		if (t < lt) {	/* it starts before its LOAD */
@@ -688,23 +704,20 @@ static int push_staged(struct inj *j, size_t n)
 {
 	int ret = 0;
 
-	/* the run, when it is free: the keys are made where the times are
-	 * staged (the heap's spare room, scratch for the sort) */
-	if (n > 1 && j->run_at == j->run_n) {
-		struct hkey *k = j->heap + j->nheap;
-
+	/* staged in the run (it was free): the keys are made there */
+	if (j->staged_run) {
+		j->staged_run = false;
 		if (j->seq + n - 1 > UINT32_MAX)
 			return pg_err(j->diag, -ENOMEM, "more than 4 billion MMAP2 records to inject");
-		if (!pg_grow((void **)&j->run, &j->run_cap, n, sizeof(*j->run)))
-			return pg_err(j->diag, -ENOMEM, "out of memory");
 		for (size_t i = 0; i < n; i++) {
 			uint32_t slot = (uint32_t)j->nslots++;
 
 			j->evs[slot] = (struct event){ .set = (uint32_t)(j->nsets - 1),
 						       .map = (uint32_t)i };
-			k[i].ord = j->seq++ << 32 | slot;
+			j->run[i].ord = j->seq++ << 32 | slot;
 		}
-		sort_run(k, j->run, n);
+		if (sort_run(j->run, n))
+			return pg_err(j->diag, -ENOMEM, "out of memory");
 		j->run_at = 0;
 		j->run_n = n;
 		return 0;
