@@ -670,7 +670,8 @@ static int queue_maps(struct inj *j, struct pidinfo *pi, size_t *nevs)
 	    (to_run && !pg_grow((void **)&j->run, &j->run_cap, n, sizeof(*j->run))))
 		return pg_err(j->diag, -ENOMEM, "out of memory");
 	j->staged_run = to_run;
-	stage = to_run ? j->run : j->heap + j->nheap;
+	/* (no heap yet when a first set has no maps: no NULL + 0) */
+	stage = to_run ? j->run : j->heap ? j->heap + j->nheap : NULL;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t t, lt;
 
