@@ -254,12 +254,23 @@ static int queue_room(struct inj *j, size_t n, bool heap)
 
 /* Queues the event in slot (filled), its time in the key past the last
  * (heap[nheap].time), with the next seq. */
-static int queue_slot(struct inj *j, uint32_t slot)
+/* The next seq, above slot, as a key's ord. */
+static int next_ord(struct inj *j, uint32_t slot, uint64_t *ord)
 {
 	if (j->seq > UINT32_MAX)
 		return pg_err(j->diag, -ENOMEM, "more than 4 billion MMAP2 records to inject");
-	sift_up(j, j->nheap, (struct hkey){ .time = j->heap[j->nheap].time,
-					    .ord = j->seq++ << 32 | slot });
+	*ord = j->seq++ << 32 | slot;
+	return 0;
+}
+
+static int queue_slot(struct inj *j, uint32_t slot)
+{
+	uint64_t ord = 0;	/* (set unless it fails) */
+	int ret = next_ord(j, slot, &ord);
+
+	if (ret)
+		return ret;
+	sift_up(j, j->nheap, (struct hkey){ .time = j->heap[j->nheap].time, .ord = ord });
 	j->nheap++;
 	return 0;
 }
@@ -703,33 +714,24 @@ static int queue_maps(struct inj *j, struct pidinfo *pi, size_t *nevs)
  * time is where the push takes it from. */
 static int push_staged(struct inj *j, size_t n)
 {
+	bool run = j->staged_run;	/* (it was free): the keys are made there */
 	int ret = 0;
 
-	/* staged in the run (it was free): the keys are made there */
-	if (j->staged_run) {
-		j->staged_run = false;
-		if (j->seq + n - 1 > UINT32_MAX)
-			return pg_err(j->diag, -ENOMEM, "more than 4 billion MMAP2 records to inject");
-		for (size_t i = 0; i < n; i++) {
-			uint32_t slot = (uint32_t)j->nslots++;
-
-			j->evs[slot] = (struct event){ .set = (uint32_t)(j->nsets - 1),
-						       .map = (uint32_t)i };
-			j->run[i].ord = j->seq++ << 32 | slot;
-		}
-		if (sort_run(j->run, n))
-			return pg_err(j->diag, -ENOMEM, "out of memory");
-		j->run_at = 0;
-		j->run_n = n;
-		return 0;
-	}
+	j->staged_run = false;
 	for (size_t i = 0; i < n && !ret; i++) {
 		uint32_t slot = (uint32_t)j->nslots++;
 
 		j->evs[slot] = (struct event){ .set = (uint32_t)(j->nsets - 1), .map = (uint32_t)i };
-		ret = queue_slot(j, slot);	/* the room is there */
+		/* the room is there */
+		ret = run ? next_ord(j, slot, &j->run[i].ord) : queue_slot(j, slot);
 	}
-	return ret;
+	if (ret || !run)
+		return ret;
+	if (sort_run(j->run, n))
+		return pg_err(j->diag, -ENOMEM, "out of memory");
+	j->run_at = 0;
+	j->run_n = n;
+	return 0;
 }
 
 static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen);

@@ -436,7 +436,7 @@ static void parse_debug(pg_jitdump *jd, uint64_t off, const uint8_t *body,
 	for (uint64_t i = 0; i < dbg->nr_entry; i++) {
 		struct pg_jd_line *ln = &jd->lines[i];
 		const uint8_t *s, *nul;
-		bool bad = false;
+		bool bad = false, same;
 
 		if (end - q < DEBUG_ENTRY_MIN) {
 			pg_warn(jd->diag, "%s: offset %llu: DEBUG_INFO entry %llu of %llu runs past the end of its record; record dropped",
@@ -450,19 +450,12 @@ static void parse_debug(pg_jitdump *jd, uint64_t off, const uint8_t *body,
 		ln->discrim = rd32(jd, q + 12);
 		s = q + 16;
 		/* a function's rows mostly repeat one name: the same bytes are
-		 * the same name, and one pointer lets the model and the line
-		 * program take it once, not hash it again at every row */
-		if (clean && (size_t)(end - s) > clean_len && !memcmp(s, clean, clean_len + 1)) {
-			ln->damaged = NULL;
-			ln->damaged_len = 0;
-			ln->file = (const char *)clean;
-			prev = ln->file;
-			prev_bad = NULL;
-			prev_bad_len = 0;
-			q = s + clean_len + 1;
-			continue;
-		}
-		nul = s == next_name ? next_nul : memchr(s, 0, (size_t)(end - s));
+		 * the same name (needing no checks), and one pointer lets the
+		 * model and the line program take it once, not hash it again at
+		 * every row */
+		same = clean && (size_t)(end - s) > clean_len && !memcmp(s, clean, clean_len + 1);
+		nul = same ? s + clean_len
+		      : s == next_name ? next_nul : memchr(s, 0, (size_t)(end - s));
 		if (!nul) {
 			pg_warn(jd->diag, "%s: offset %llu: DEBUG_INFO entry %llu of %llu has a file name that runs past the end of its record; record dropped",
 				jd->name, (unsigned long long)off, (unsigned long long)i,
@@ -475,7 +468,7 @@ static void parse_debug(pg_jitdump *jd, uint64_t off, const uint8_t *body,
 		 * among them: the name then really ends at the first NUL past
 		 * those 16 bytes.  At most 16 candidates per entry (the NULs
 		 * within those bytes, or the first past them) keep this linear. */
-		if (nul - s < V8_DAMAGED_PREFIX || has_control(s, nul)) {
+		if (!same && (nul - s < V8_DAMAGED_PREFIX || has_control(s, nul))) {
 			const uint8_t *from = s + V8_DAMAGED_PREFIX, *t = NULL;
 			bool last = i + 1 == dbg->nr_entry;
 
@@ -512,6 +505,8 @@ static void parse_debug(pg_jitdump *jd, uint64_t off, const uint8_t *body,
 			ln->file = prev;	/* "same file as the previous entry" */
 			ln->damaged = prev_bad;
 			ln->damaged_len = prev_bad_len;
+		} else if (same) {
+			ln->file = (const char *)clean;
 		} else if (taken && taken_len == (size_t)(nul - s) && !memcmp(taken, s, taken_len)) {
 			ln->file = (const char *)taken;	/* the same name again */
 		} else {

@@ -11,6 +11,15 @@
 
 #define NIL UINT32_MAX
 
+/* xorshift: deterministic priorities, balanced in expectation */
+static uint32_t next_prio(uint32_t x)
+{
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	return x;
+}
+
 static uint32_t node_new(struct pg_paint *p, uint64_t start, uint64_t end, uint64_t from,
 			 uint32_t val)
 {
@@ -24,10 +33,7 @@ static uint32_t node_new(struct pg_paint *p, uint64_t start, uint64_t end, uint6
 			return NIL;
 		i = (uint32_t)p->len++;
 	}
-	/* xorshift: deterministic priorities, balanced in expectation */
-	p->rnd ^= p->rnd << 13;
-	p->rnd ^= p->rnd >> 17;
-	p->rnd ^= p->rnd << 5;
+	p->rnd = next_prio(p->rnd);
 	p->n[i] = (struct pg_paint_node){ .start = start, .end = end, .from = from, .val = val,
 					  .prio = p->rnd, .l = NIL, .r = NIL };
 	return i;
@@ -130,13 +136,10 @@ int pg_paint(struct pg_paint *p, uint64_t start, uint64_t end, uint64_t from, ui
 	 * walked once */
 	{
 		uint32_t r = p->root, pred = NIL, succ = NIL, succ2 = NIL, at = NIL;
-		uint32_t at_parent = NIL, prio = p->rnd, parent = NIL;
+		/* prio: the one node_new() will give it */
+		uint32_t at_parent = NIL, prio = next_prio(p->rnd), parent = NIL;
 		bool at_right = false, right = false, placed = false;
 
-		/* the priority node_new() will give it */
-		prio ^= prio << 13;
-		prio ^= prio >> 17;
-		prio ^= prio << 5;
 		while (r != NIL) {
 			if (!placed && p->n[r].prio <= prio) {
 				placed = true;
@@ -193,8 +196,7 @@ int pg_paint(struct pg_paint *p, uint64_t start, uint64_t end, uint64_t from, ui
 				p->root = NIL;
 				return ret;
 			}
-			nd->end = start;
-			pred = NIL;	/* no longer in the way */
+			nd->end = start;	/* no longer in the way */
 		}
 		if ((pred == NIL || p->n[pred].end <= start) &&
 		    (succ == NIL || p->n[succ].start >= end)) {
