@@ -75,6 +75,7 @@ import collections
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -294,6 +295,17 @@ def remove_map(pid):
         pass
 
 
+def remove_attach_socket(pid):
+    """The socket jcmd's first call makes the JVM open: HotSpot removes it
+    at a normal exit only, and a JVM killed leaves it in /tmp."""
+    path = "/tmp/.java_pid%d" % pid
+    try:
+        if stat.S_ISSOCK(os.lstat(path).st_mode):
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
 def is_image(dso, imgdir):
     return os.path.abspath(dso).startswith(imgdir + os.sep)
 
@@ -377,6 +389,7 @@ def remove_map_later(pid):
 def cleanup_maps():
     for pid in _maps:
         remove_map(pid)
+        remove_attach_socket(pid)
 
 
 # ---------------------------------------------------------------------------

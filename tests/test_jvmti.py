@@ -337,6 +337,7 @@ class Jvmti(unittest.TestCase):
         machine): (pid, jcmd's rc, out, err, java's out, err, the
         monotonic time jcmd returned).  java must have exited with 0."""
         stop = os.path.join(self.tmp, "stop-%d" % time.monotonic_ns())
+        pid = None
         p = subprocess.Popen(["java"] + JAVA_OPTS + java_opts +
                              ["-cp", self.classes, "pg.demo.Hot", "120000", stop],
                              cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -355,6 +356,10 @@ class Jvmti(unittest.TestCase):
                 p.communicate()
             if os.path.exists(stop):
                 os.unlink(stop)
+            # HotSpot removes its attach socket at a normal exit only
+            if pid is not None and p.returncode != 0 and \
+                    os.path.exists("/tmp/.java_pid%d" % pid):
+                os.unlink("/tmp/.java_pid%d" % pid)
         self.assertEqual(p.returncode, 0, jerr)
         self.assertIn("sum ", jout.decode())
         return pid, rc, out, err, jout.decode(), jerr.decode(), t
