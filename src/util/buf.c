@@ -57,7 +57,7 @@ void *pg_buf_reserve(struct pg_buf *b, size_t n)
 	return b->p + b->len;
 }
 
-void pg_buf_add(struct pg_buf *b, const void *p, size_t n)
+void pg_buf_add_slow(struct pg_buf *b, const void *p, size_t n)
 {
 	void *dst;
 
@@ -89,7 +89,6 @@ void pg_buf_uaddr(struct pg_buf *b, uint64_t v, unsigned size)
 	b->len += size;
 }
 
-void pg_buf_u8(struct pg_buf *b, uint8_t v) { pg_buf_add(b, &v, 1); }
 void pg_buf_u16(struct pg_buf *b, uint16_t v) { pg_buf_uaddr(b, v, 2); }
 void pg_buf_u32(struct pg_buf *b, uint32_t v) { pg_buf_uaddr(b, v, 4); }
 void pg_buf_u64(struct pg_buf *b, uint64_t v) { pg_buf_uaddr(b, v, 8); }
@@ -106,7 +105,7 @@ void pg_buf_put64(struct pg_buf *b, size_t at, uint64_t v)
 		put_be_le(b->p + at, v, 8, b->big_endian);
 }
 
-void pg_buf_uleb(struct pg_buf *b, uint64_t v)
+void pg_buf_uleb_slow(struct pg_buf *b, uint64_t v)
 {
 	do {
 		uint8_t c = v & 0x7f;

@@ -6,6 +6,7 @@
 
 #include <perfgraft/common.h>
 #include <stdarg.h>
+#include <string.h>
 #include <sys/uio.h>
 
 #if defined(__GNUC__)
@@ -37,13 +38,44 @@ struct pg_buf {
 };
 void pg_buf_free(struct pg_buf *b);
 void *pg_buf_reserve(struct pg_buf *b, size_t n);	/* NULL on OOM */
-void pg_buf_add(struct pg_buf *b, const void *p, size_t n);
-void pg_buf_u8(struct pg_buf *b, uint8_t v);
+void pg_buf_add_slow(struct pg_buf *b, const void *p, size_t n);
+void pg_buf_uleb_slow(struct pg_buf *b, uint64_t v);
+
+/* The appends below are inline for the room they find: the DWARF line
+ * program and DIEs are written a byte or a few at a time, and a call
+ * into buf.c per byte was a tenth of the image's building. */
+static inline void pg_buf_add(struct pg_buf *b, const void *p, size_t n)
+{
+	if (!b->oom && n <= b->cap - b->len) {
+		if (n)
+			memcpy(b->p + b->len, p, n);
+		b->len += n;
+		return;
+	}
+	pg_buf_add_slow(b, p, n);
+}
+
+static inline void pg_buf_u8(struct pg_buf *b, uint8_t v)
+{
+	if (!b->oom && b->len < b->cap) {
+		b->p[b->len++] = v;
+		return;
+	}
+	pg_buf_add_slow(b, &v, 1);
+}
+
+/* the one-byte values inline (most of a line program's operands) */
+static inline void pg_buf_uleb(struct pg_buf *b, uint64_t v)
+{
+	if (v < 0x80)
+		pg_buf_u8(b, (uint8_t)v);
+	else
+		pg_buf_uleb_slow(b, v);
+}
 void pg_buf_u16(struct pg_buf *b, uint16_t v);
 void pg_buf_u32(struct pg_buf *b, uint32_t v);
 void pg_buf_u64(struct pg_buf *b, uint64_t v);
 void pg_buf_uaddr(struct pg_buf *b, uint64_t v, unsigned size);
-void pg_buf_uleb(struct pg_buf *b, uint64_t v);
 void pg_buf_sleb(struct pg_buf *b, int64_t v);
 void pg_buf_str(struct pg_buf *b, const char *s);	/* with its NUL */
 void pg_buf_put32(struct pg_buf *b, size_t at, uint32_t v);
