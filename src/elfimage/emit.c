@@ -222,7 +222,8 @@ static int zlib_section(const struct pg_code_process *h, const struct pg_buf *in
 }
 
 /* Lays the loaded part of the image out (what the build-id digests and
- * the maps point into); pg_emit_layout_tail() the rest.  lo is to be freed
+ * the maps point into); pg_emit_dwarf_finish(), pg_emit_zsection() and
+ * pg_emit_layout_rest() the rest.  lo is to be freed
  * with pg_emit_layout_free() either way. */
 int pg_emit_layout(pg_elfset *set, struct img *im, struct layout *lo)
 {
@@ -268,28 +269,49 @@ int pg_emit_layout(pg_elfset *set, struct img *im, struct layout *lo)
 	return 0;
 }
 
-/* Finishes the DWARF tables (their sizes place everything after them,
- * compressed unless plain) and lays out the rest: nothing of the set, so
- * that it runs on the worker thread with the write (files.c). */
-int pg_emit_layout_tail(const struct pg_code_process *h, bool zdebug, const char *dump_name,
-			struct img *im, struct layout *lo, struct pg_diag *diag)
+/* Finishes the DWARF tables, whose sizes place everything after them:
+ * nothing of the set, so that it runs on the worker thread with the
+ * write (files.c).  Each section is then compressed by
+ * pg_emit_zsection(), one at a time on either thread, before
+ * pg_emit_layout_rest(). */
+int pg_emit_dwarf_finish(const char *dump_name, struct img *im, struct layout *lo,
+			 struct pg_diag *diag)
 {
 	if (pg_dwarf_finish(&im->dw, dump_name, im->text_off,
 			    im->memory ? lo->eh_off : im->text_end) < 0)
 		return pg_err(diag, -ENOMEM, "out of memory");
+	return 0;
+}
+
+/* Section i (SEC_ABBREV + i) compressed into lo->z[i] when that is
+ * smaller (lo->zr[i] 1, else 0; -ENOMEM).  Touches nothing the other
+ * sections' calls do. */
+void pg_emit_zsection(const struct pg_code_process *h, struct img *im, struct layout *lo,
+		      int i)
+{
+	const struct pg_buf *dw[4] = { &im->dw.abbrev, &im->dw.info, &im->dw.line,
+				       &im->dw.aranges };
+
+	lo->zr[i] = zlib_section(h, dw[i], &lo->z[i]);
+}
+
+/* Lays out the rest, not loaded: DWARF (compressed where zdebug and
+ * pg_emit_zsection found it smaller), symbols, names, section headers. */
+int pg_emit_layout_rest(const struct pg_code_process *h, bool zdebug, struct img *im,
+			struct layout *lo, struct pg_diag *diag)
+{
 	pg_buf_u8(&lo->shstr, 0);
 	for (int i = 1; i < SEC_COUNT; i++) {
 		lo->shname[i] = (uint32_t)lo->shstr.len;
 		pg_buf_str(&lo->shstr, sec_names[i]);
 	}
-	/* the rest is not loaded: DWARF, symbols, names, section headers */
 	{
 		const struct pg_buf *dw[4] = { &im->dw.abbrev, &im->dw.info, &im->dw.line,
 					       &im->dw.aranges };
 		uint64_t at = lo->load_end;
 
 		for (int i = 0; i < 4; i++) {
-			int z = zdebug ? zlib_section(h, dw[i], &lo->z[i]) : 0;
+			int z = zdebug ? lo->zr[i] : 0;
 
 			if (z < 0)
 				return pg_err(diag, -ENOMEM, "out of memory");

@@ -219,6 +219,15 @@ struct wjob {
 	atomic_int code;
 	struct pg_diag cd;
 	int code_ret;
+	/* The DWARF sections' compression, each taken by the worker or by
+	 * the set's thread waiting at join (claimed: bit i for section i);
+	 * whichever finishes the last (left) lays out and writes the rest.
+	 * dw_ready: 1 once sections may be taken, 2 when there are none
+	 * (plain DWARF, or the job failed before). */
+	struct pg_ahash *ah;
+	atomic_int dw_ready;
+	atomic_uint claimed;
+	atomic_int left;
 };
 
 /* CODE_DONE: written while the image was built (pg_files_stream) */
@@ -396,15 +405,15 @@ void pg_files_abort_pending(pg_elfset *set)
 		tmp_abort(set, i);
 }
 
-/* The write, on the worker thread (or at once without one). */
-static void run_job(void *arg)
+/* What follows the DWARF's compression: the layout, the ELF parts and
+ * (unless written already) the code. */
+static void job_rest(struct wjob *jb)
 {
-	struct wjob *jb = arg;
 	int want = CODE_FREE;
 	bool code;
 
-	jb->ret = pg_emit_layout_tail(jb->o.hdr, jb->zdebug, jb->dump_name, jb->im, &jb->lo,
-				      &jb->d);
+	if (!jb->ret)
+		jb->ret = pg_emit_layout_rest(jb->o.hdr, jb->zdebug, jb->im, &jb->lo, &jb->d);
 	jb->size = jb->lo.sh_off + SEC_COUNT * (jb->o.hdr->is_64bit ? sizeof(Elf64_Shdr)
 								     : sizeof(Elf32_Shdr));
 	if (!jb->ret)
@@ -423,6 +432,51 @@ static void run_job(void *arg)
 		pg_files_free_image(jb->im);
 		jb->im = NULL;
 	}
+}
+
+/* Compresses the sections not taken yet, in order; true when this
+ * thread finished the last of them (and so goes on with job_rest). */
+static bool take_sections(struct wjob *jb, const int order[4])
+{
+	bool last = false;
+
+	for (int k = 0; k < 4; k++) {
+		unsigned bit = 1u << order[k];
+
+		if (atomic_fetch_or(&jb->claimed, bit) & bit)
+			continue;
+		pg_emit_zsection(jb->o.hdr, jb->im, &jb->lo, order[k]);
+		last = atomic_fetch_sub(&jb->left, 1) == 1;
+	}
+	return last;
+}
+
+/* The worker takes the largest first (.debug_info, .debug_line), the
+ * set's thread the other end: on a pack of node code they are 14 and 6
+ * ms of zlib, the join's whole wait. */
+static const int worker_order[4] = { 1, 2, 0, 3 }, caller_order[4] = { 3, 0, 2, 1 };
+
+static void rest_job(void *arg)
+{
+	job_rest(arg);
+}
+
+/* The write, on the worker thread (or at once without one). */
+static void run_job(void *arg)
+{
+	struct wjob *jb = arg;
+
+	jb->ret = pg_emit_dwarf_finish(jb->dump_name, jb->im, &jb->lo, &jb->d);
+	if (jb->ret || !jb->zdebug) {
+		atomic_store(&jb->dw_ready, 2);
+	} else {
+		atomic_store(&jb->left, 4);
+		atomic_store(&jb->dw_ready, 1);
+		pg_ahash_notify(jb->ah);
+		if (!take_sections(jb, worker_order))
+			return;	/* the set's thread finishes the last */
+	}
+	job_rest(jb);
 }
 
 int pg_files_join(pg_elfset *set, bool report)
@@ -445,6 +499,17 @@ int pg_files_join(pg_elfset *set, bool report)
 			o.diag = &jb->cd;
 			jb->code_ret = pg_emit_code(&o, jb->im, jb->fd);
 		}
+	}
+	/* a section the worker has not taken yet: compressed here meanwhile */
+	for (size_t i = 0; i < set->njobs && report; i++) {
+		struct wjob *jb = set->jobs[i];
+
+		if (!jb->zdebug)
+			continue;
+		pg_ahash_wait_flag(set->ah, &jb->dw_ready);
+		/* the rest back to the worker: libelf writes on one thread */
+		if (atomic_load(&jb->dw_ready) == 1 && take_sections(jb, caller_order))
+			pg_ahash_run(set->ah, rest_job, jb);
 	}
 	pg_ahash_wait(set->ah);
 	for (size_t i = 0; i < set->njobs; i++) {
@@ -549,6 +614,7 @@ static int write_file(pg_elfset *set, struct wjob *jb)
 	jb->pub = im->pub;
 	jb->zdebug = set->zdebug;
 	jb->dump_name = set->dump_name;
+	jb->ah = set->ah;
 	pi->written = true;	/* its size once joined */
 	set->jobs[set->njobs++] = jb;
 	pg_ahash_run(set->ah, run_job, jb);

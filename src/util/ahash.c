@@ -231,6 +231,29 @@ void pg_ahash_wait(struct pg_ahash *h)
 	arena_free(h);
 }
 
+void pg_ahash_wait_flag(struct pg_ahash *h, atomic_int *flag)
+{
+	if (!h || !h->threaded)
+		return;
+	hand_over(h, true);
+	pthread_mutex_lock(&h->mu);
+	if (h->head != h->tail)
+		pthread_cond_signal(&h->work);
+	while (!atomic_load(flag) && (h->head != h->tail || h->busy))
+		pthread_cond_wait(&h->done, &h->mu);
+	pthread_mutex_unlock(&h->mu);
+}
+
+void pg_ahash_notify(struct pg_ahash *h)
+{
+	if (!h || !h->threaded)
+		return;
+	/* under the lock: a waiter between its test and its wait gets it */
+	pthread_mutex_lock(&h->mu);
+	pthread_cond_broadcast(&h->done);
+	pthread_mutex_unlock(&h->mu);
+}
+
 void pg_ahash_update(struct pg_ahash *h, struct pg_digest *ctx, const void *p, size_t len)
 {
 	pg_ahash_update_write(h, ctx, p, len, NULL, 0);

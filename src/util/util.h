@@ -212,6 +212,12 @@ void pg_ahash_update_copy(struct pg_ahash *h, struct pg_digest *ctx, const void 
 void pg_ahash_run(struct pg_ahash *h, void (*fn)(void *), void *arg);
 /* Every update and job queued so far is done. */
 void pg_ahash_wait(struct pg_ahash *h);
+/* Waits until *flag is not 0 or the worker has nothing left to run (all
+ * of it done), after handing over what is staged; a job run by
+ * pg_ahash_run sets the flag and then calls pg_ahash_notify.  Returns at
+ * once without a worker thread. */
+void pg_ahash_wait_flag(struct pg_ahash *h, atomic_int *flag);
+void pg_ahash_notify(struct pg_ahash *h);
 void pg_ahash_free(struct pg_ahash *h);
 
 /* Many pieces at increasing offsets in few pwritev() calls (one pwrite a
