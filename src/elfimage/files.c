@@ -465,17 +465,17 @@ static void rest_job(void *arg)
 static void run_job(void *arg)
 {
 	struct wjob *jb = arg;
+	bool sections;
 
 	jb->ret = pg_emit_dwarf_finish(jb->dump_name, jb->im, &jb->lo, &jb->d);
-	if (jb->ret || !jb->zdebug) {
-		atomic_store(&jb->dw_ready, 2);
-	} else {
+	sections = !jb->ret && jb->zdebug;
+	if (sections)
 		atomic_store(&jb->left, 4);
-		atomic_store(&jb->dw_ready, 1);
-		pg_ahash_notify(jb->ah);
-		if (!take_sections(jb, worker_order))
-			return;	/* the set's thread finishes the last */
-	}
+	/* either way the set's thread, if waiting for it, need not wait on */
+	atomic_store(&jb->dw_ready, sections ? 1 : 2);
+	pg_ahash_notify(jb->ah);
+	if (sections && !take_sections(jb, worker_order))
+		return;	/* the set's thread finishes the last */
 	job_rest(jb);
 }
 
