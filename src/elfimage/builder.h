@@ -217,7 +217,7 @@ struct layout {
 	 * smaller, at dbg_off[i] */
 	const struct pg_buf *dbg[4];
 	struct pg_buf z[4];
-	int zr[4];			/* pg_emit_zsection()'s results */
+	int zr[4];			/* pg_emit_zsection()'s results (0: not run) */
 	uint64_t dbg_off[4];
 	uint64_t sym_off, str_off, shstr_off, sh_off;
 	size_t symsz;
@@ -267,8 +267,8 @@ int pg_emit_dwarf_finish(const char *dump_name, struct img *im, struct layout *l
 			 struct pg_diag *diag);
 void pg_emit_zsection(const struct pg_code_process *h, struct img *im, struct layout *lo,
 		      int i);
-int pg_emit_layout_rest(const struct pg_code_process *h, bool zdebug, struct img *im,
-			struct layout *lo, struct pg_diag *diag);
+int pg_emit_layout_rest(const struct pg_code_process *h, struct img *im, struct layout *lo,
+			struct pg_diag *diag);
 void pg_emit_layout_free(struct layout *lo);
 /* what writing an image needs besides it: nothing of the set, so that
  * the worker thread can write one while the set goes on (files.c) */

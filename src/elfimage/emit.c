@@ -283,22 +283,32 @@ int pg_emit_dwarf_finish(const char *dump_name, struct img *im, struct layout *l
 	return 0;
 }
 
+/* The DWARF sections, SEC_ABBREV + i for each i. */
+static void dwarf_sections(const struct img *im, const struct pg_buf *dw[4])
+{
+	dw[0] = &im->dw.abbrev;
+	dw[1] = &im->dw.info;
+	dw[2] = &im->dw.line;
+	dw[3] = &im->dw.aranges;
+}
+
 /* Section i (SEC_ABBREV + i) compressed into lo->z[i] when that is
  * smaller (lo->zr[i] 1, else 0; -ENOMEM).  Touches nothing the other
  * sections' calls do. */
 void pg_emit_zsection(const struct pg_code_process *h, struct img *im, struct layout *lo,
 		      int i)
 {
-	const struct pg_buf *dw[4] = { &im->dw.abbrev, &im->dw.info, &im->dw.line,
-				       &im->dw.aranges };
+	const struct pg_buf *dw[4];
 
+	dwarf_sections(im, dw);
 	lo->zr[i] = zlib_section(h, dw[i], &lo->z[i]);
 }
 
-/* Lays out the rest, not loaded: DWARF (compressed where zdebug and
- * pg_emit_zsection found it smaller), symbols, names, section headers. */
-int pg_emit_layout_rest(const struct pg_code_process *h, bool zdebug, struct img *im,
-			struct layout *lo, struct pg_diag *diag)
+/* Lays out the rest, not loaded: DWARF (compressed where
+ * pg_emit_zsection ran and found it smaller), symbols, names, section
+ * headers. */
+int pg_emit_layout_rest(const struct pg_code_process *h, struct img *im, struct layout *lo,
+			struct pg_diag *diag)
 {
 	pg_buf_u8(&lo->shstr, 0);
 	for (int i = 1; i < SEC_COUNT; i++) {
@@ -306,12 +316,12 @@ int pg_emit_layout_rest(const struct pg_code_process *h, bool zdebug, struct img
 		pg_buf_str(&lo->shstr, sec_names[i]);
 	}
 	{
-		const struct pg_buf *dw[4] = { &im->dw.abbrev, &im->dw.info, &im->dw.line,
-					       &im->dw.aranges };
+		const struct pg_buf *dw[4];
 		uint64_t at = lo->load_end;
 
+		dwarf_sections(im, dw);
 		for (int i = 0; i < 4; i++) {
-			int z = zdebug ? lo->zr[i] : 0;
+			int z = lo->zr[i];	/* 0 unless compressed (pg_emit_layout) */
 
 			if (z < 0)
 				return pg_err(diag, -ENOMEM, "out of memory");

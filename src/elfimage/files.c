@@ -406,14 +406,16 @@ void pg_files_abort_pending(pg_elfset *set)
 }
 
 /* What follows the DWARF's compression: the layout, the ELF parts and
- * (unless written already) the code. */
-static void job_rest(struct wjob *jb)
+ * (unless written already) the code.  On the worker (a job of its own
+ * when the set's thread finished the last section). */
+static void job_rest(void *arg)
 {
+	struct wjob *jb = arg;
 	int want = CODE_FREE;
 	bool code;
 
 	if (!jb->ret)
-		jb->ret = pg_emit_layout_rest(jb->o.hdr, jb->zdebug, jb->im, &jb->lo, &jb->d);
+		jb->ret = pg_emit_layout_rest(jb->o.hdr, jb->im, &jb->lo, &jb->d);
 	jb->size = jb->lo.sh_off + SEC_COUNT * (jb->o.hdr->is_64bit ? sizeof(Elf64_Shdr)
 								     : sizeof(Elf32_Shdr));
 	if (!jb->ret)
@@ -455,11 +457,6 @@ static bool take_sections(struct wjob *jb, const int order[4])
  * set's thread the other end: on a pack of node code they are 14 and 6
  * ms of zlib, the join's whole wait. */
 static const int worker_order[4] = { 1, 2, 0, 3 }, caller_order[4] = { 3, 0, 2, 1 };
-
-static void rest_job(void *arg)
-{
-	job_rest(arg);
-}
 
 /* The write, on the worker thread (or at once without one). */
 static void run_job(void *arg)
@@ -509,7 +506,7 @@ int pg_files_join(pg_elfset *set, bool report)
 		pg_ahash_wait_flag(set->ah, &jb->dw_ready);
 		/* the rest back to the worker: libelf writes on one thread */
 		if (atomic_load(&jb->dw_ready) == 1 && take_sections(jb, caller_order))
-			pg_ahash_run(set->ah, rest_job, jb);
+			pg_ahash_run(set->ah, job_rest, jb);
 	}
 	pg_ahash_wait(set->ah);
 	for (size_t i = 0; i < set->njobs; i++) {

@@ -252,8 +252,6 @@ static int queue_room(struct inj *j, size_t n, bool heap)
 	return 0;
 }
 
-/* Queues the event in slot (filled), its time in the key past the last
- * (heap[nheap].time), with the next seq. */
 /* The next seq, above slot, as a key's ord. */
 static int next_ord(struct inj *j, uint32_t slot, uint64_t *ord)
 {
@@ -263,6 +261,8 @@ static int next_ord(struct inj *j, uint32_t slot, uint64_t *ord)
 	return 0;
 }
 
+/* Queues the event in slot (filled), its time in the key past the last
+ * (heap[nheap].time), with the next seq. */
 static int queue_slot(struct inj *j, uint32_t slot)
 {
 	uint64_t ord = 0;	/* (set unless it fails) */

@@ -217,31 +217,31 @@ static void arena_free(struct pg_ahash *h)
 	h->arena_bytes = 0;
 }
 
-void pg_ahash_wait(struct pg_ahash *h)
+/* Hands what is staged over and waits until the worker is idle, or
+ * (flag) until *flag is not 0. */
+static void wait_until(struct pg_ahash *h, atomic_int *flag)
 {
-	if (!h || !h->threaded)
-		return;
 	hand_over(h, true);
 	pthread_mutex_lock(&h->mu);
 	if (h->head != h->tail)	/* queued earlier without waking it */
 		pthread_cond_signal(&h->work);
-	while (h->head != h->tail || h->busy)
+	while (!(flag && atomic_load(flag)) && (h->head != h->tail || h->busy))
 		pthread_cond_wait(&h->done, &h->mu);
 	pthread_mutex_unlock(&h->mu);
+}
+
+void pg_ahash_wait(struct pg_ahash *h)
+{
+	if (!h || !h->threaded)
+		return;
+	wait_until(h, NULL);
 	arena_free(h);
 }
 
 void pg_ahash_wait_flag(struct pg_ahash *h, atomic_int *flag)
 {
-	if (!h || !h->threaded)
-		return;
-	hand_over(h, true);
-	pthread_mutex_lock(&h->mu);
-	if (h->head != h->tail)
-		pthread_cond_signal(&h->work);
-	while (!atomic_load(flag) && (h->head != h->tail || h->busy))
-		pthread_cond_wait(&h->done, &h->mu);
-	pthread_mutex_unlock(&h->mu);
+	if (h && h->threaded)
+		wait_until(h, flag);
 }
 
 void pg_ahash_notify(struct pg_ahash *h)
