@@ -287,6 +287,30 @@ def chain_edges(children):
     return edges
 
 
+_READELF_FUNC = re.compile(
+    r"^\s*\d+:\s+([0-9a-f]+)\s+(0x[0-9a-f]+|\d+)\s+FUNC\s+\S+\s+\S+\s+\S+\s+(.*)$")
+
+
+def image_funcs(image_dir, check=False):
+    """(path, [(value, size, name)]) for each .so file below image_dir:
+    its FUNC symbols as `readelf -sW` lists them (check: a readelf
+    failure raises)."""
+    for root, _, files in os.walk(image_dir):
+        for f in files:
+            if not f.endswith(".so"):
+                continue
+            path = os.path.join(root, f)
+            out = subprocess.run(["readelf", "-sW", path], stdout=subprocess.PIPE,
+                                 stderr=None if check else subprocess.DEVNULL,
+                                 check=check, text=True).stdout
+            funcs = []
+            for ln in out.splitlines():
+                m = _READELF_FUNC.match(ln)
+                if m:
+                    funcs.append((int(m.group(1), 16), int(m.group(2), 0), m.group(3)))
+            yield path, funcs
+
+
 _SCRIPT_IP_SYM = re.compile(r"^\s*([0-9a-f]+) (.*?)\s*$")
 
 

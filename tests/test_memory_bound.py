@@ -84,22 +84,15 @@ def peak_rss(cmd, cwd):
 def images_hold_code(testcase, d):
     """Every function's code is in some image at the offset of its symbol."""
     found = 0
-    for root, _, files in os.walk(d):
-        for f in files:
-            if not f.endswith(".so"):
-                continue
-            path = os.path.join(root, f)
-            out = subprocess.run(["readelf", "-sW", path], stdout=subprocess.PIPE,
-                                 check=True).stdout.decode()
-            with open(path, "rb") as fh:
-                data = fh.read()
-            for ln in out.splitlines():
-                parts = ln.split()
-                if len(parts) == 8 and parts[3] == "FUNC" and parts[7].startswith("JS:*big_"):
-                    i = int(parts[7][len("JS:*big_"):])
-                    off = int(parts[1], 16)
-                    testcase.assertEqual(data[off:off + CODE], code_of(i), "%s in %s" % (parts[7], f))
-                    found += 1
+    for path, funcs in pf.image_funcs(d, check=True):
+        with open(path, "rb") as fh:
+            data = fh.read()
+        for off, _, name in funcs:
+            if name.startswith("JS:*big_"):
+                i = int(name[len("JS:*big_"):])
+                testcase.assertEqual(data[off:off + CODE], code_of(i),
+                                     "%s in %s" % (name, os.path.basename(path)))
+                found += 1
     return found
 
 

@@ -57,7 +57,6 @@ KEEP_TMP = os.environ.get("PERFGRAFT_KEEP_TMP") == "1"
 # (and, before issue 24.2, -rR-gG[-HEX].so)
 _JIT_DSO = re.compile(r"^jitted-\d+(\.\d+)?-(\d+|r\d+(-l\d+)?|r\d+-g\d+(-[0-9a-f]{12})?)\.so$")
 _ROW = re.compile(r"^\s*(\d+)\s+(.*?)\s*$")
-_SYM = re.compile(r"^\s*\d+:\s+([0-9a-f]+)\s+(0x[0-9a-f]+|\d+)\s+FUNC\s+\S+\s+\S+\s+\S+\s+(.*)$")
 
 
 def shared_places(image_dir):
@@ -66,19 +65,11 @@ def shared_places(image_dir):
     have (readelf -sW): where perf report merges functions' rows."""
     files = collections.defaultdict(set)     # (basename, value, size) -> paths
     names = collections.defaultdict(set)     # name -> keys
-    for root, _, fs in os.walk(image_dir):
-        for f in fs:
-            if not f.endswith(".so"):
-                continue
-            path = os.path.join(root, f)
-            out = subprocess.run(["readelf", "-sW", path], stdout=subprocess.PIPE,
-                                 stderr=subprocess.DEVNULL, text=True).stdout
-            for ln in out.splitlines():
-                m = _SYM.match(ln)
-                if m:
-                    key = (f, int(m.group(1), 16), int(m.group(2), 0))
-                    files[key].add(path)
-                    names[m.group(3)].add(key)
+    for path, funcs in pf.image_funcs(image_dir):
+        for value, size, name in funcs:
+            key = (os.path.basename(path), value, size)
+            files[key].add(path)
+            names[name].add(key)
     return {n: {k for k in ks if len(files[k]) > 1} for n, ks in names.items()}
 
 
