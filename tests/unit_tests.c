@@ -199,8 +199,10 @@ static void test_u64map(void)
  * parts (given to its callback) and the spans at the end, in address
  * order.  Spans aligned to 16 bytes in half the steps take the paths of
  * code reusing freed space (the same span again, one span inside the new
- * one, the tail of the one before). */
-enum { PAINT_SPACE = 4096 };
+ * one, the tail of the one before), in the first 4096 bytes; in the last
+ * third most spans follow the one before (runs) anywhere in the space, and
+ * the spans are compared every 5000 steps. */
+enum { PAINT_SPACE = 1 << 16, PAINT_DENSE = 4096 };
 struct paint_log {
 	uint64_t part[PAINT_SPACE][3];	/* start, end, from */
 	size_t n;
@@ -246,18 +248,26 @@ static void test_paint(void)
 	static uint64_t want[PAINT_SPACE][3];
 	static struct paint_log lg;
 	struct pg_paint p = { 0 };
-	uint64_t x = 2463534242ull;
+	uint64_t x = 2463534242ull, prev_end = 0;
 	size_t bad = 0, n;
 
-	for (uint64_t step = 0; step < 40000; step++) {
+	for (uint64_t step = 0; step < 60000; step++) {
 		uint64_t start, len;
 
 		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-		if (x & 1) {
-			start = (x >> 8) % (PAINT_SPACE / 16 - 4) * 16;
+		if (step >= 40000 && (x >> 40) % 8 && prev_end + 40 < PAINT_SPACE) {
+			/* one after another, as a JIT fills its code space (the
+			 * run), broken by the others now and then */
+			start = prev_end + (x >> 24) % 3;
+			len = 1 + (x >> 30) % 32;
+		} else if (step >= 40000 && (x >> 50) % 2) {
+			start = (x >> 8) % (PAINT_SPACE - 64);	/* a run starts */
+			len = 1 + (x >> 20) % 32;
+		} else if (x & 1) {
+			start = (x >> 8) % (PAINT_DENSE / 16 - 4) * 16;
 			len = 16 * (1 + (x >> 20) % 3);
 		} else {
-			start = (x >> 8) % (PAINT_SPACE - 64);
+			start = (x >> 8) % (PAINT_DENSE - 64);
 			len = 1 + (x >> 20) % ((x & 2) ? 64 : 8);
 		}
 		n = paint_runs(owner, start, start + len, want);
@@ -269,6 +279,13 @@ static void test_paint(void)
 		bad += lg.n != n || memcmp(lg.part, want, n * sizeof(want[0]));
 		for (uint64_t a = start; a < start + len; a++)
 			owner[a] = step + 1;
+		prev_end = start + len;
+		if (step % 5000 == 4999) {	/* the spans so far, the run's too */
+			n = paint_runs(owner, 0, PAINT_SPACE, want);
+			lg.n = 0;
+			bad += pg_paint_each(&p, paint_part, &lg) || lg.n != n ||
+			       memcmp(lg.part, want, n * sizeof(want[0]));
+		}
 	}
 	n = paint_runs(owner, 0, PAINT_SPACE, want);
 	lg.n = 0;

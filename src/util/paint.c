@@ -115,19 +115,175 @@ static int walk(struct pg_paint *p, uint32_t m, uint64_t e, bool take, uint32_t 
 	return 0;
 }
 
+/* ---- paints one after another ----
+ * A paint at or after the end of the one before, close to it, starts the
+ * mode: the treap is split there once, and then each paint that follows
+ * takes the spans before it off the front of rroot (run[] gets those it
+ * passes over and its own node; those it covers are reported and freed)
+ * in O(1) amortized, instead of descending the treap.  Any other paint,
+ * or pg_paint_each, ends it: run[] becomes a subtree in one pass and the
+ * three parts are merged back, O(run + log n). */
+#define SEQ_GAP 4096	/* "close": a gap between functions, not a jump */
+#define SEQ_SKIP 8	/* spans a paint may pass over before the mode ends */
+
+static bool spine_push(struct pg_paint *p, uint32_t i)
+{
+	for (; i != NIL; i = p->n[i].l) {
+		if (!pg_grow((void **)&p->spine, &p->spine_cap, p->spine_n + 1, sizeof(*p->spine)))
+			return false;
+		p->spine[p->spine_n++] = i;
+	}
+	return true;
+}
+
+/* rroot's first span off it; false on ENOMEM */
+static bool front_pop(struct pg_paint *p)
+{
+	uint32_t m = p->spine[--p->spine_n], child = p->n[m].r;
+
+	if (p->spine_n)
+		p->n[p->spine[p->spine_n - 1]].l = child;
+	else
+		p->rroot = child;
+	return spine_push(p, child);
+}
+
+static bool run_add(struct pg_paint *p, uint32_t i)
+{
+	if (!pg_grow((void **)&p->run, &p->run_cap, p->run_n + 1, sizeof(*p->run)))
+		return false;
+	p->run[p->run_n++] = i;
+	return true;
+}
+
+/* Leaves the mode: run[] (in key order) as a Cartesian tree by priority
+ * (the stack its right spine), merged between root and rroot. */
+static int seq_end(struct pg_paint *p)
+{
+	size_t top = 0;
+	uint32_t sub = NIL;
+
+	if (!p->cur)
+		return 0;
+	p->cur = false;
+	p->spine_n = 0;
+	if (p->run_n) {
+		if (!pg_grow((void **)&p->stack, &p->stack_cap, p->run_n, sizeof(*p->stack)))
+			return -ENOMEM;
+		for (size_t i = 0; i < p->run_n; i++) {
+			uint32_t x = p->run[i], last = NIL;
+
+			while (top && p->n[p->stack[top - 1]].prio < p->n[x].prio)
+				last = p->stack[--top];
+			p->n[x].l = last;
+			p->n[x].r = NIL;
+			if (top)
+				p->n[p->stack[top - 1]].r = x;
+			p->stack[top++] = x;
+		}
+		sub = p->stack[0];
+		p->run_n = 0;
+	}
+	p->root = merge(p, p->root, merge(p, sub, p->rroot));
+	p->rroot = NIL;
+	return 0;
+}
+
+/* In the mode, start >= cursor: *done when painted; when the paint
+ * needs the treap the mode is left (nothing was reported then).  Returns
+ * 0, fn's nonzero value or -ENOMEM. */
+static int seq_paint(struct pg_paint *p, uint64_t start, uint64_t end, uint64_t from,
+		     uint32_t val, pg_paint_fn fn, void *ctx, bool *done)
+{
+	struct pg_paint_node *f;
+	uint32_t node;
+	int ret, skipped = 0;
+
+	/* the spans between the cursor and start: below it now */
+	while (p->spine_n && p->n[p->spine[p->spine_n - 1]].end <= start) {
+		uint32_t m = p->spine[p->spine_n - 1];
+
+		if (++skipped > SEQ_SKIP)
+			return seq_end(p);
+		if (!front_pop(p) || !run_add(p, m))
+			return -ENOMEM;
+	}
+	if (p->spine_n) {
+		f = &p->n[p->spine[p->spine_n - 1]];
+		if (f->start < start) {
+			uint32_t m = p->spine[p->spine_n - 1];
+
+			if (f->end > end)	/* inside one span: its tail stays */
+				return seq_end(p);
+			if (fn && (ret = fn(ctx, start, f->end, f->from, f->val)))
+				return ret;
+			f->end = start;
+			if (!front_pop(p) || !run_add(p, m))
+				return -ENOMEM;
+		}
+	}
+	while (p->spine_n && (f = &p->n[p->spine[p->spine_n - 1]])->start < end) {
+		uint32_t m = p->spine[p->spine_n - 1];
+
+		if (fn && (ret = fn(ctx, f->start, f->end < end ? f->end : end, f->from, f->val)))
+			return ret;
+		if (f->end > end) {
+			f->start = end;	/* its tail, still first */
+			break;
+		}
+		if (!front_pop(p))
+			return -ENOMEM;
+		node_free(p, m);
+	}
+	if ((node = node_new(p, start, end, from, val)) == NIL || !run_add(p, node))
+		return -ENOMEM;
+	p->cursor = end;
+	*done = true;
+	return 0;
+}
+
+static int seq_start(struct pg_paint *p)
+{
+	uint32_t a, b;
+
+	split(p, p->root, p->last_end, &a, &b);
+	p->root = a;
+	p->rroot = b;
+	p->spine_n = p->run_n = 0;
+	p->cur = true;
+	p->cursor = p->last_end;
+	return spine_push(p, b) ? 0 : -ENOMEM;
+}
+
 int pg_paint(struct pg_paint *p, uint64_t start, uint64_t end, uint64_t from, uint32_t val,
 	     pg_paint_fn fn, void *ctx)
 {
 	uint32_t a, b, m, c, rest = NIL, node;
+	bool done = false;
 	int ret = 0;
 
 	if (start >= end)
 		return 0;
 	if (!p->init) {
-		p->free_head = p->root = NIL;
+		p->free_head = p->root = p->rroot = NIL;
 		p->rnd = 2463534242u;
 		p->init = true;
 	}
+	/* (every span below last_end ends by it: the paint before ended there) */
+	if (!p->cur && p->have_last && start >= p->last_end && start - p->last_end <= SEQ_GAP)
+		ret = seq_start(p);
+	if (!ret && p->cur)
+		ret = start >= p->cursor ? seq_paint(p, start, end, from, val, fn, ctx, &done)
+					 : seq_end(p);
+	if (ret) {
+		p->root = NIL;	/* left unusable: the caller frees it */
+		p->cur = false;
+		return ret;
+	}
+	if (done)
+		return 0;
+	p->have_last = true;
+	p->last_end = end;
 	/* nothing painted in [start, end) (fresh code, a MOVE's new place):
 	 * one insertion, not two splits and three merges.  One descent by
 	 * start finds both neighbours (the span before start and the first
@@ -249,12 +405,20 @@ int pg_paint(struct pg_paint *p, uint64_t start, uint64_t end, uint64_t from, ui
 
 int pg_paint_each(struct pg_paint *p, pg_paint_fn fn, void *ctx)
 {
-	return p->init ? walk(p, p->root, 0, false, NULL, fn, ctx) : 0;
+	if (!p->init)
+		return 0;
+	if (seq_end(p)) {
+		p->root = NIL;
+		return -ENOMEM;
+	}
+	return walk(p, p->root, 0, false, NULL, fn, ctx);
 }
 
 void pg_paint_free(struct pg_paint *p)
 {
 	free(p->n);
 	free(p->stack);
+	free(p->run);
+	free(p->spine);
 	*p = (struct pg_paint){ 0 };
 }

@@ -128,6 +128,16 @@ struct pg_paint {
 	bool init;
 	uint32_t *stack;	/* walks */
 	size_t stack_cap;
+	/* Paints one after another (a JIT filling its code space, fresh or
+	 * freed) skip the treap: in that mode (cur) root holds the spans
+	 * below run[]'s, which were painted since or passed over, the treap
+	 * rroot those from cursor on, spine its left spine (its first span
+	 * on top). */
+	uint32_t *run, *spine;
+	size_t run_n, run_cap, spine_n, spine_cap;
+	uint32_t rroot;
+	uint64_t cursor, last_end;
+	bool cur, have_last;
 };
 /* A part [start, end) of a span, with its from and val; nonzero stops. */
 typedef int (*pg_paint_fn)(void *ctx, uint64_t start, uint64_t end, uint64_t from, uint32_t val);
