@@ -129,7 +129,8 @@ static int walk(struct pg_paint *p, uint32_t m, uint64_t e, bool take, uint32_t 
 static bool spine_push(struct pg_paint *p, uint32_t i)
 {
 	for (; i != NIL; i = p->n[i].l) {
-		if (!pg_grow((void **)&p->spine, &p->spine_cap, p->spine_n + 1, sizeof(*p->spine)))
+		if (p->spine_n == p->spine_cap &&
+		    !pg_grow((void **)&p->spine, &p->spine_cap, p->spine_n + 1, sizeof(*p->spine)))
 			return false;
 		p->spine[p->spine_n++] = i;
 	}
@@ -150,7 +151,8 @@ static bool front_pop(struct pg_paint *p)
 
 static bool run_add(struct pg_paint *p, uint32_t i)
 {
-	if (!pg_grow((void **)&p->run, &p->run_cap, p->run_n + 1, sizeof(*p->run)))
+	if (p->run_n == p->run_cap &&
+	    !pg_grow((void **)&p->run, &p->run_cap, p->run_n + 1, sizeof(*p->run)))
 		return false;
 	p->run[p->run_n++] = i;
 	return true;
@@ -190,8 +192,8 @@ static int seq_end(struct pg_paint *p)
 }
 
 /* In the mode, start >= cursor: *done when painted; when the paint
- * needs the treap the mode is left (nothing was reported then).  Returns
- * 0, fn's nonzero value or -ENOMEM. */
+ * passes over too many spans the mode is left (nothing was reported
+ * then).  Returns 0, fn's nonzero value or -ENOMEM. */
 static int seq_paint(struct pg_paint *p, uint64_t start, uint64_t end, uint64_t from,
 		     uint32_t val, pg_paint_fn fn, void *ctx, bool *done)
 {
@@ -209,12 +211,21 @@ static int seq_paint(struct pg_paint *p, uint64_t start, uint64_t end, uint64_t 
 			return -ENOMEM;
 	}
 	if (p->spine_n) {
-		f = &p->n[p->spine[p->spine_n - 1]];
-		if (f->start < start) {
-			uint32_t m = p->spine[p->spine_n - 1];
+		uint32_t m = p->spine[p->spine_n - 1];
 
-			if (f->end > end)	/* inside one span: its tail stays */
-				return seq_end(p);
+		f = &p->n[m];
+		if (f->start < start && f->end > end) {
+			/* inside one span (code over bigger code freed before):
+			 * its head goes below, its tail stays first */
+			uint64_t fstart = f->start;
+
+			if (fn && (ret = fn(ctx, start, end, f->from, f->val)))
+				return ret;
+			if ((node = node_new(p, fstart, start, f->from, f->val)) == NIL ||
+			    !run_add(p, node))
+				return -ENOMEM;
+			p->n[m].start = end;	/* (node_new may have moved the nodes) */
+		} else if (f->start < start) {
 			if (fn && (ret = fn(ctx, start, f->end, f->from, f->val)))
 				return ret;
 			f->end = start;
