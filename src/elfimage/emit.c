@@ -103,8 +103,7 @@ int pg_emit_add_func(pg_elfset *set, struct img *im, const struct pg_code_event 
 	pg_buf_add(&im->strtab, ld->name, nlen + 1);
 	if (off + ld->size > im->text_end)
 		im->text_end = off + ld->size;
-	pg_ahash_update_copy(im->ah, im->dig, meta, sizeof(meta));
-	pg_ahash_update_copy(im->ah, im->dig, ld->name, nlen + 1);
+	pg_ahash_update_copy(im->ah, im->dig, meta, sizeof(meta), ld->name, nlen + 1);
 	/* counts what it reads */
 	pg_ahash_update_write(im->ah, im->dig, ld->code, ld->size, im->sink, off);
 	if (im->sink && f->cfi) {	/* the memory layout's copy of its CFI after it */

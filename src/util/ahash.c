@@ -294,12 +294,15 @@ void pg_ahash_run(struct pg_ahash *h, void (*fn)(void *), void *arg)
 	hand_over(h, true);	/* at once: the caller goes on with other work */
 }
 
-void pg_ahash_update_copy(struct pg_ahash *h, struct pg_digest *ctx, const void *p, size_t len)
+void pg_ahash_update_copy(struct pg_ahash *h, struct pg_digest *ctx, const void *a, size_t alen,
+			  const void *b, size_t blen)
 {
+	size_t len = alen + blen;
 	struct chunk *c;
 
 	if (!h || !h->threaded || !len) {
-		pg_ahash_update(h, ctx, p, len);
+		pg_ahash_update(h, ctx, a, alen);
+		pg_ahash_update(h, ctx, b, blen);
 		return;
 	}
 	/* bounded: past ARENA_MAX the queue is drained and the arena emptied */
@@ -313,7 +316,8 @@ void pg_ahash_update_copy(struct pg_ahash *h, struct pg_digest *ctx, const void 
 		if (!c) {
 			/* no copy: hash it here, after what is queued */
 			pg_ahash_wait(h);
-			pg_digest_update(ctx, p, len);
+			pg_digest_update(ctx, a, alen);
+			pg_digest_update(ctx, b, blen);
 			return;
 		}
 		c->next = h->arena;
@@ -321,11 +325,14 @@ void pg_ahash_update_copy(struct pg_ahash *h, struct pg_digest *ctx, const void 
 		c->cap = cap;
 		h->arena = c;
 	}
-	memcpy(c->b + c->used, p, len);
+	/* one update for both: a digest reads a stream, cut anywhere */
+	if (alen)
+		memcpy(c->b + c->used, a, alen);
+	if (blen)
+		memcpy(c->b + c->used + alen, b, blen);
 	pg_ahash_update(h, ctx, c->b + c->used, len);
 	c->used += len;
 	h->arena_bytes += len;
-	return;
 }
 
 void pg_ahash_free(struct pg_ahash *h)

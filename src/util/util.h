@@ -215,8 +215,9 @@ struct pg_ahash;
 struct pg_ahash *pg_ahash_new(void);
 /* p is borrowed: it must stay valid (and unchanged) until pg_ahash_wait */
 void pg_ahash_update(struct pg_ahash *h, struct pg_digest *ctx, const void *p, size_t len);
-/* p is copied (a stack array, a name the caller may free) */
-void pg_ahash_update_copy(struct pg_ahash *h, struct pg_digest *ctx, const void *p, size_t len);
+/* a then b, copied (a stack array, a name the caller may free) */
+void pg_ahash_update_copy(struct pg_ahash *h, struct pg_digest *ctx, const void *a, size_t alen,
+			  const void *b, size_t blen);
 /* Runs fn(arg) on the worker after what is queued (at once without one);
  * it must touch nothing the caller uses until pg_ahash_wait. */
 void pg_ahash_run(struct pg_ahash *h, void (*fn)(void *), void *arg);
