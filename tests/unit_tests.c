@@ -295,6 +295,37 @@ static void test_paint(void)
 	pg_paint_free(&p);
 }
 
+/* A callback failing in the middle of paints one after another (over
+ * spans, so that it is called): pg_paint returns its value, and what is
+ * left frees cleanly (the sanitized build checks the leaks). */
+static int fail_at(void *ctx, uint64_t start, uint64_t end, uint64_t from, uint32_t val)
+{
+	int *left = ctx;
+
+	(void)start, (void)end, (void)from, (void)val;
+	return --*left ? 0 : 77;
+}
+
+static void test_paint_fail(void)
+{
+	size_t bad = 0;
+
+	for (int k = 1; k <= 40; k++) {
+		struct pg_paint p = { 0 };
+		int left = k, ret = 0;
+
+		for (uint64_t a = 0; a < 4000; a += 16)	/* spans to paint over */
+			if (pg_paint(&p, a, a + 16, a, 1, NULL, NULL))
+				bad++;
+		/* then over them one after another, 24 bytes at a time */
+		for (uint64_t a = 4; a < 4000 && !ret; a += 24)
+			ret = pg_paint(&p, a, a + 24, a, 2, fail_at, &left);
+		bad += ret != 77;
+		pg_paint_free(&p);
+	}
+	CHECK(!bad, "%zu paints over spans whose callback failed did not return its value", bad);
+}
+
 static void on_warn(void *ctx, const char *msg)
 {
 	(void)ctx;
@@ -1154,6 +1185,7 @@ int main(void)
 	test_encoders();
 	test_u64map();
 	test_paint();
+	test_paint_fail();
 	test_synth(false);
 	test_synth(true);
 	test_reader(false);

@@ -126,14 +126,20 @@ static int walk(struct pg_paint *p, uint32_t m, uint64_t e, bool take, uint32_t 
 #define SEQ_GAP 4096	/* "close": a gap between functions, not a jump */
 #define SEQ_SKIP 8	/* spans a paint may pass over before the mode ends */
 
+/* v onto a growable array; false on ENOMEM */
+static bool push_u32(uint32_t **a, size_t *n, size_t *cap, uint32_t v)
+{
+	if (*n == *cap && !pg_grow((void **)a, cap, *n + 1, sizeof(**a)))
+		return false;
+	(*a)[(*n)++] = v;
+	return true;
+}
+
 static bool spine_push(struct pg_paint *p, uint32_t i)
 {
-	for (; i != NIL; i = p->n[i].l) {
-		if (p->spine_n == p->spine_cap &&
-		    !pg_grow((void **)&p->spine, &p->spine_cap, p->spine_n + 1, sizeof(*p->spine)))
+	for (; i != NIL; i = p->n[i].l)
+		if (!push_u32(&p->spine, &p->spine_n, &p->spine_cap, i))
 			return false;
-		p->spine[p->spine_n++] = i;
-	}
 	return true;
 }
 
@@ -151,11 +157,7 @@ static bool front_pop(struct pg_paint *p)
 
 static bool run_add(struct pg_paint *p, uint32_t i)
 {
-	if (p->run_n == p->run_cap &&
-	    !pg_grow((void **)&p->run, &p->run_cap, p->run_n + 1, sizeof(*p->run)))
-		return false;
-	p->run[p->run_n++] = i;
-	return true;
+	return push_u32(&p->run, &p->run_n, &p->run_cap, i);
 }
 
 /* Leaves the mode: run[] (in key order) as a Cartesian tree by priority
@@ -280,7 +282,11 @@ int pg_paint(struct pg_paint *p, uint64_t start, uint64_t end, uint64_t from, ui
 		p->rnd = 2463534242u;
 		p->init = true;
 	}
-	/* (every span below last_end ends by it: the paint before ended there) */
+	/* (every span below last_end ends by it: the paint before ended
+	 * there.  This holds because every change below last_end goes
+	 * through the treap's paths below, which set last_end first; a new
+	 * way to change spans must keep it so, or end the mode and forget
+	 * last_end) */
 	if (!p->cur && p->have_last && start >= p->last_end && start - p->last_end <= SEQ_GAP)
 		ret = seq_start(p);
 	if (!ret && p->cur)
