@@ -228,6 +228,10 @@ struct wjob {
 	atomic_int dw_ready;
 	atomic_uint claimed;
 	atomic_int left;
+	/* the set's thread finished the DWARF before the job was queued, and
+	 * takes sections at once (a memory-layout image: the set's thread
+	 * goes on with the next image, the worker hashes its code) */
+	bool dw_early;
 };
 
 /* CODE_DONE: written while the image was built (pg_files_stream) */
@@ -436,13 +440,13 @@ static void job_rest(void *arg)
 	}
 }
 
-/* Compresses the sections not taken yet, in order; true when this
+/* Compresses the sections of order[0..n) not taken yet; true when this
  * thread finished the last of them (and so goes on with job_rest). */
-static bool take_sections(struct wjob *jb, const int order[4])
+static bool take_sections(struct wjob *jb, const int *order, int n)
 {
 	bool last = false;
 
-	for (int k = 0; k < 4; k++) {
+	for (int k = 0; k < n; k++) {
 		unsigned bit = 1u << order[k];
 
 		if (atomic_fetch_or(&jb->claimed, bit) & bit)
@@ -457,11 +461,13 @@ static bool take_sections(struct wjob *jb, const int order[4])
  * set's thread the other end: on a pack of node code they are 14 and 6
  * ms of zlib, the join's whole wait. */
 static const int worker_order[4] = { 1, 2, 0, 3 }, caller_order[4] = { 3, 0, 2, 1 };
+/* a memory-layout image's, as it is queued: all but .debug_info, the
+ * worker's first */
+static const int early_order[3] = { 2, 0, 3 };
 
-/* The write, on the worker thread (or at once without one). */
-static void run_job(void *arg)
+/* The DWARF finished and its sections open to both threads (or none). */
+static void dwarf_ready(struct wjob *jb)
 {
-	struct wjob *jb = arg;
 	bool sections;
 
 	jb->ret = pg_emit_dwarf_finish(jb->dump_name, jb->im, &jb->lo, &jb->d);
@@ -470,8 +476,18 @@ static void run_job(void *arg)
 		atomic_store(&jb->left, 4);
 	/* either way the set's thread, if waiting for it, need not wait on */
 	atomic_store(&jb->dw_ready, sections ? 1 : 2);
-	pg_ahash_notify(jb->ah);
-	if (sections && !take_sections(jb, worker_order))
+}
+
+/* The write, on the worker thread (or at once without one). */
+static void run_job(void *arg)
+{
+	struct wjob *jb = arg;
+
+	if (!jb->dw_early) {
+		dwarf_ready(jb);
+		pg_ahash_notify(jb->ah);
+	}
+	if (atomic_load(&jb->dw_ready) == 1 && !take_sections(jb, worker_order, 4))
 		return;	/* the set's thread finishes the last */
 	job_rest(jb);
 }
@@ -505,7 +521,7 @@ int pg_files_join(pg_elfset *set, bool report)
 			continue;
 		pg_ahash_wait_flag(set->ah, &jb->dw_ready);
 		/* the rest back to the worker: libelf writes on one thread */
-		if (atomic_load(&jb->dw_ready) == 1 && take_sections(jb, caller_order))
+		if (atomic_load(&jb->dw_ready) == 1 && take_sections(jb, caller_order, 4))
 			pg_ahash_run(set->ah, job_rest, jb);
 	}
 	pg_ahash_wait(set->ah);
@@ -614,7 +630,18 @@ static int write_file(pg_elfset *set, struct wjob *jb)
 	jb->ah = set->ah;
 	pi->written = true;	/* its size once joined */
 	set->jobs[set->njobs++] = jb;
+	/* the memory layout's images are built one after another while the
+	 * worker hashes and writes the code of each and compresses its
+	 * DWARF, the longer part: this thread takes a share of the sections
+	 * before it goes on (with no worker, run_job below does them all at
+	 * once) */
+	jb->dw_early = set->finishing && im->memory && jb->zdebug;
+	if (jb->dw_early)
+		dwarf_ready(jb);
 	pg_ahash_run(set->ah, run_job, jb);
+	/* (the rest back to the worker when this thread finished the last) */
+	if (jb->dw_early && atomic_load(&jb->dw_ready) == 1 && take_sections(jb, early_order, 3))
+		pg_ahash_run(set->ah, job_rest, jb);
 	return set->finishing ? 0 : pg_files_join(set, true);
 }
 
