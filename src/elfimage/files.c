@@ -223,15 +223,12 @@ struct wjob {
 	 * the set's thread waiting at join (claimed: bit i for section i);
 	 * whichever finishes the last (left) lays out and writes the rest.
 	 * dw_ready: 1 once sections may be taken, 2 when there are none
-	 * (plain DWARF, or the job failed before). */
+	 * (plain DWARF, or the job failed before); set before the job is
+	 * queued when the set's thread finished the DWARF itself. */
 	struct pg_ahash *ah;
 	atomic_int dw_ready;
 	atomic_uint claimed;
 	atomic_int left;
-	/* the set's thread finished the DWARF before the job was queued, and
-	 * takes sections at once (a memory-layout image: the set's thread
-	 * goes on with the next image, the worker hashes its code) */
-	bool dw_early;
 };
 
 /* CODE_DONE: written while the image was built (pg_files_stream) */
@@ -483,13 +480,22 @@ static void run_job(void *arg)
 {
 	struct wjob *jb = arg;
 
-	if (!jb->dw_early) {
+	if (!atomic_load(&jb->dw_ready)) {	/* (not finished by the set's thread) */
 		dwarf_ready(jb);
 		pg_ahash_notify(jb->ah);
 	}
 	if (atomic_load(&jb->dw_ready) == 1 && !take_sections(jb, worker_order, 4))
 		return;	/* the set's thread finishes the last */
 	job_rest(jb);
+}
+
+/* The set's thread's share of jb's sections (those of order not taken);
+ * the rest back to the worker when it finished the last: libelf writes
+ * on one thread. */
+static void share_sections(pg_elfset *set, struct wjob *jb, const int *order, int n)
+{
+	if (atomic_load(&jb->dw_ready) == 1 && take_sections(jb, order, n))
+		pg_ahash_run(set->ah, job_rest, jb);
 }
 
 int pg_files_join(pg_elfset *set, bool report)
@@ -520,9 +526,7 @@ int pg_files_join(pg_elfset *set, bool report)
 		if (!jb->zdebug)
 			continue;
 		pg_ahash_wait_flag(set->ah, &jb->dw_ready);
-		/* the rest back to the worker: libelf writes on one thread */
-		if (atomic_load(&jb->dw_ready) == 1 && take_sections(jb, caller_order, 4))
-			pg_ahash_run(set->ah, job_rest, jb);
+		share_sections(set, jb, caller_order, 4);
 	}
 	pg_ahash_wait(set->ah);
 	for (size_t i = 0; i < set->njobs; i++) {
@@ -572,7 +576,7 @@ static int write_file(pg_elfset *set, struct wjob *jb)
 	const char *sl = strchr(pi->name, '/');
 	char flat[NAME_MAX + 1];
 	unsigned rnd = 0;
-	bool direct = false;
+	bool direct = false, early;
 	struct stat st;
 	long reg;
 	int ret, fd;
@@ -635,13 +639,12 @@ static int write_file(pg_elfset *set, struct wjob *jb)
 	 * DWARF, the longer part: this thread takes a share of the sections
 	 * before it goes on (with no worker, run_job below does them all at
 	 * once) */
-	jb->dw_early = set->finishing && im->memory && jb->zdebug;
-	if (jb->dw_early)
+	early = set->finishing && im->memory && jb->zdebug;
+	if (early)
 		dwarf_ready(jb);
 	pg_ahash_run(set->ah, run_job, jb);
-	/* (the rest back to the worker when this thread finished the last) */
-	if (jb->dw_early && atomic_load(&jb->dw_ready) == 1 && take_sections(jb, early_order, 3))
-		pg_ahash_run(set->ah, job_rest, jb);
+	if (early)
+		share_sections(set, jb, early_order, 3);
 	return set->finishing ? 0 : pg_files_join(set, true);
 }
 

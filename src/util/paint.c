@@ -279,6 +279,7 @@ int pg_paint(struct pg_paint *p, uint64_t start, uint64_t end, uint64_t from, ui
 		return 0;
 	if (!p->init) {
 		p->free_head = p->root = p->rroot = NIL;
+		p->last_end = UINT64_MAX;	/* no paint before: no start is at or after it */
 		p->rnd = 2463534242u;
 		p->init = true;
 	}
@@ -287,7 +288,7 @@ int pg_paint(struct pg_paint *p, uint64_t start, uint64_t end, uint64_t from, ui
 	 * through the treap's paths below, which set last_end first; a new
 	 * way to change spans must keep it so, or end the mode and forget
 	 * last_end) */
-	if (!p->cur && p->have_last && start >= p->last_end && start - p->last_end <= SEQ_GAP)
+	if (!p->cur && start >= p->last_end && start - p->last_end <= SEQ_GAP)
 		ret = seq_start(p);
 	if (!ret && p->cur)
 		ret = start >= p->cursor ? seq_paint(p, start, end, from, val, fn, ctx, &done)
@@ -299,7 +300,6 @@ int pg_paint(struct pg_paint *p, uint64_t start, uint64_t end, uint64_t from, ui
 	}
 	if (done)
 		return 0;
-	p->have_last = true;
 	p->last_end = end;
 	/* nothing painted in [start, end) (fresh code, a MOVE's new place):
 	 * one insertion, not two splits and three merges.  One descent by

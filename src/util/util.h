@@ -137,7 +137,7 @@ struct pg_paint {
 	size_t run_n, run_cap, spine_n, spine_cap;
 	uint32_t rroot;
 	uint64_t cursor, last_end;
-	bool cur, have_last;
+	bool cur;
 };
 /* A part [start, end) of a span, with its from and val; nonzero stops. */
 typedef int (*pg_paint_fn)(void *ctx, uint64_t start, uint64_t end, uint64_t from, uint32_t val);
