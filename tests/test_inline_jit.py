@@ -115,7 +115,12 @@ class InlineJit(unittest.TestCase):
         self.assertIn("unknown record type %d, skipping" % UNLOAD, err)
         _, out, _ = self.perf("report", "-i", "perf.jit.data", "--stdio", "--no-children",
                               "-g", "none", "--sort", "sym")
-        self.assertRegex(out, r"9\d\.\d+%\s+\[\.\] jit_outer")
+        # the top row, most of the samples: under a sanitizer on a loaded
+        # machine its start-up and leak check took 13% (86.49% in a CI run)
+        rows = re.findall(r"^\s*(\d+\.\d+)%\s+\[.\] (\S+)", out, re.M)
+        self.assertTrue(rows, out)
+        self.assertEqual(rows[0][1], "jit_outer", out)
+        self.assertGreaterEqual(float(rows[0][0]), 75.0, out)
 
     def test_addr2line_chain(self):
         images = os.path.join(self.tmp, "pg.data.d")
