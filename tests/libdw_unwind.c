@@ -28,6 +28,9 @@
  *     then fails unless dwfl_addrmodule(ip) is the module in hand.  An ip
  *     in no map passes (perf: no dso, return 0).  Not done: perf's second
  *     try through its build-id cache (dso__build_id_filename);
+ *   - a sample without user registers, or whose user stack copy is empty
+ *     (dyn_size 0), gets no user chain (perf: "Bail out if nothing was
+ *     captured", before either unwinder);
  *   - the initial registers are the sample's PERF_SAMPLE_REGS_USER mapped
  *     from perf's x86-64 register order to DWARF numbers (perf's
  *     arch/x86/util/unwind-libdw.c: 17 registers, rip as DWARF 16);
@@ -526,6 +529,13 @@ static void unwind_sample(const struct sample *s, const struct proc *p,
 	u.names = xrealloc(NULL, max_stack * sizeof(*u.names));
 	if (!s->abi || !s->have[R_IP] || !s->have[R_SP]) {
 		status = "error: no user registers";
+		goto print;
+	}
+	/* perf bails out before any unwinder when the stack copy is empty
+	 * (dyn_size 0: a sample taken where the kernel could not read the
+	 * user stack, as in the middle of an exec) */
+	if (!s->stack_size) {
+		status = "error: no user stack";
 		goto print;
 	}
 	u.dwfl = dwfl_begin(&offline_callbacks);

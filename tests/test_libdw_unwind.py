@@ -225,8 +225,62 @@ class Native(_Recording):
     def test_frame_pointer(self):
         self.check("fp")
 
+    def test_empty_stack_copy_gives_no_chain(self):
+        """A sample whose user stack copy is empty (dyn_size 0, as the
+        kernel writes when it cannot read the stack, e.g. inside an exec)
+        has no user chain under perf whatever its registers; the tool
+        must print none either (a CI run saw such a sample at exec)."""
+        src = os.path.join(self.tmp, "fp.data")
+        dst = os.path.join(self.tmp, "fp-empty-stack.data")
+        with open(src, "rb") as f:
+            buf = bytearray(f.read())
+        patched = zero_dyn_size(buf, 5)
+        self.assertEqual(len(patched), 5)
+        with open(dst, "wb") as f:
+            f.write(buf)
+        perf, tool = self.script("fp-empty-stack.data"), self.tool("fp-empty-stack.data")
+        for k in patched:
+            self.assertEqual(perf[k], [], "perf gives no user frames")
+            self.assertEqual(tool[k], ([], "error: no user stack"))
+        base_perf, base_tool = self.results["fp"]
+        self.assertTrue(all(base_perf[k] and base_tool[k][0] for k in patched),
+                        "the samples had user chains before the patch")
+
     def test_omit_frame_pointer(self):
         self.check("nofp")
+
+
+def zero_dyn_size(buf, n):
+    """Sets dyn_size to 0 in the first n samples with a non-empty user
+    stack copy of a perf.data file (little-endian, one attr, no
+    PERF_SAMPLE_REGS_INTR); returns their (tid, "sec.nsec") keys.
+    dyn_size is the stack copy's last word, followed only by the
+    fixed-size fields after STACK_USER (perf record --call-graph dwarf
+    adds DATA_SRC)."""
+    u64 = lambda o: int.from_bytes(buf[o:o + 8], "little")  # noqa: E731
+    assert buf[:8] == b"PERFILE2"
+    attr_off, attr_size, attrs_size = u64(24), u64(16), u64(32)
+    data_off, data_size = u64(40), u64(48)
+    assert attrs_size == attr_size, "one attr"
+    st = u64(attr_off + 24)  # after type, size, config, sample_period
+    assert st & (1 << 13) and not st & (1 << 18), "sample_type %#x" % st
+    assert st & 7 == 7, "IP, TID and TIME lead (sample_type %#x)" % st
+    tail = 8 * sum(1 for bit in (14, 15, 17, 19, 20, 21, 22, 24) if st >> bit & 1)
+    assert st >> 25 == 0, "sample_type %#x" % st
+    lead = 8 if st & (1 << 16) else 0  # IDENTIFIER
+    keys, pos, end = [], data_off, data_off + data_size
+    while pos < end and len(keys) < n:
+        typ = int.from_bytes(buf[pos:pos + 4], "little")
+        size = int.from_bytes(buf[pos + 6:pos + 8], "little")
+        assert size >= 8
+        dyn = pos + size - tail - 8
+        if typ == 9 and u64(dyn):
+            tid = u64(pos + 8 + lead + 8) >> 32
+            t = u64(pos + 8 + lead + 16)
+            buf[dyn:dyn + 8] = bytes(8)
+            keys.append((tid, "%d.%09d" % (t // 10**9, t % 10**9)))
+        pos += size
+    return keys
 
 
 def jit_image(dso):
