@@ -349,5 +349,112 @@ class LiveAnonMap(unittest.TestCase):
         self.assertEqual(got, ["jit_a", "jit_b"], r.stdout + err)
 
 
+class LiveTables(unittest.TestCase):
+    """A live read's memory images put their unwind tables right after
+    their region's code, where the JIT may place code a later read finds
+    (node: fib right after the script's first functions).  An image's
+    tables map must never hide code, whichever read came first:
+      later   a later read's code where an earlier read's tables are,
+              its map starting (pg_code_since) before those tables' map;
+      earlier a later read's tables over an earlier read's code.
+    Made step by step as LiveAnonMap is: the dump grows between two reads
+    of it (a sample waits for it); samples after both reads must name
+    the code at their address."""
+    PID = 6363
+    T0 = 1_000_000_000
+    Z, P = 0x7f0000400000, 0x7f0000200000   # two regions: Z's LOAD first
+
+    def setUp(self):
+        if not shutil.which(pf.PERF):
+            self.skipTest("perf not installed")
+        self.d = tempfile.mkdtemp(prefix="pg-live-tables-")
+        self.addCleanup(shutil.rmtree, self.d, True)
+
+    def run_reads(self, first, second, samples):
+        """first, second: [(name, addr, time)] of 0x40-byte functions with
+        CFI (V8's layout: each LOAD's map covers its code and its CFI, 0x90
+        bytes), the dump's content at the first read and what it adds after;
+        samples: [(ip, time)].  -> the symbols perf script names."""
+        pid, t0 = self.PID, self.T0
+        jd = jg.JitdumpBuilder(pid=pid)
+        cut = None
+        for k, (name, addr, t) in enumerate(first + second):
+            if k == len(first):
+                cut = len(jd.to_bytes())
+            jd.cfi_unwinding_info(addr, 0x40, timestamp=t)
+            jd.load(name.encode(), jg.x86_64_code(0x40, k + 1), addr, k + 1, timestamp=t)
+        whole = jd.to_bytes()
+        dump = os.path.join(self.d, "jit-%d.dump" % pid)
+        parts = []
+        for part in (1, 2):
+            b = pg.PerfDataBuilder(attrs=[pg.Attr(ids=[7])], pipe=True)
+            b.comm(pid, pid, "jit", t0 - 3_000_000)
+            b.mmap2(pid, pid, 0x10000, 4096, 0, dump, t0 - 2_000_000, prot=5, role="marker")
+            # a sample in the first read's code, after it: it waits for
+            # the dump
+            b.sample(first[0][1] + 8, pid, pid, first[-1][2] + 1)
+            if part == 2:
+                for ip, t in samples:
+                    b.sample(ip, pid, pid, t)
+                b.finished_round()
+            parts.append(b.to_bytes())
+        self.assertEqual(parts[1][:len(parts[0])], parts[0])
+        with open(dump, "wb") as f:
+            f.write(whole[:cut])
+        out = os.path.join(self.d, "live.data")
+        with open(out, "wb") as o:
+            p = subprocess.Popen([pf.PERFGRAFT, "inject", "-q", "-N", "-i", "-", "-o", "-"],
+                                 cwd=self.d, stdin=subprocess.PIPE, stdout=o,
+                                 stderr=subprocess.PIPE)
+            try:
+                p.stdin.write(parts[0])
+                p.stdin.flush()
+                time.sleep(0.5)     # the first read made
+                with open(dump, "ab") as f:
+                    f.write(whole[cut:])
+                time.sleep(0.1)
+                p.stdin.write(parts[1][len(parts[0]):])
+                p.stdin.close()
+                err = p.stderr.read().decode("utf-8", "replace")
+            finally:
+                p.wait(timeout=pf.TIMEOUT)
+        self.assertEqual(p.returncode, 0, err)
+        r = subprocess.run([pf.PERF, "--buildid-dir", os.path.join(self.d, "debug"), "script",
+                            "-i", out, "-F", "ip,sym,dso", "--hide-call-graph"], cwd=self.d,
+                           capture_output=True, text=True, timeout=pf.TIMEOUT)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r2 = subprocess.run([pf.PERF, "--buildid-dir", os.path.join(self.d, "debug"), "script",
+                             "-i", out, "--show-mmap-events", "-F", "time"], cwd=self.d,
+                            capture_output=True, text=True, timeout=pf.TIMEOUT)
+        self.assertGreaterEqual(r2.stdout.count("-part1-"), 1,
+                                "two reads, two sets of images:\n" + r2.stdout)
+        names = [ln.split()[1] if len(ln.split()) > 2 else "?" for ln in r.stdout.splitlines()
+                 if ln.strip()]
+        return names, r.stdout + r2.stdout + err
+
+    def test_later_code_over_earlier_tables(self):
+        t0, p, z = self.T0, self.P, self.Z
+        got, log = self.run_reads(
+            [("jit_z", z, t0), ("jit_a", p, t0 + 500_000)],
+            # right after jit_a: where the first read's tables went; its
+            # range never held code, so its map starts at the dump's
+            # first LOAD (t0), before the first read's tables (t0 + 0.5 ms)
+            [("jit_b", p + 0x90, t0 + 2_000_000)],
+            [(p + 0x90 + 8, t0 + 3_000_000), (p + 0x90 + 0x30, t0 + 3_100_000),
+             (p + 8, t0 + 4_000_000), (z + 8, t0 + 5_000_000)])
+        self.assertEqual(got, ["jit_z", "jit_b", "jit_b", "jit_a", "jit_z"], log)
+
+    def test_later_tables_over_earlier_code(self):
+        t0, p, z = self.T0, self.P, self.Z
+        got, log = self.run_reads(
+            [("jit_z", z, t0), ("jit_a", p, t0 + 500_000)],
+            # right below jit_a, a region of its own in the second read:
+            # its tables go where jit_a is
+            [("jit_c", p - 0x90, t0 + 2_000_000)],
+            [(p + 8, t0 + 3_000_000), (p + 0x30, t0 + 3_100_000),
+             (p - 0x90 + 8, t0 + 4_000_000), (z + 8, t0 + 5_000_000)])
+        self.assertEqual(got, ["jit_z", "jit_a", "jit_a", "jit_c", "jit_z"], log)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -74,6 +74,9 @@ struct inj {
 	size_t nslots, evs_cap;
 	uint32_t *freeslots;
 	size_t nfree, free_cap;
+	/* every set's unwind-tables maps, for tables_under_code() */
+	struct event *tabs;
+	size_t ntabs, tabs_cap;
 	/* the images written: each set's own (pg_elfset_image), their
 	 * absolute paths made in path when needed (nothing kept by image: a
 	 * per-function dump has one per function) */
@@ -175,6 +178,12 @@ struct setinfo {
 	uint32_t nimgs;		/* its images, once all are in the output */
 	uint32_t nbids;		/* those with a build-id entry */
 	bool arch;		/* its times are TSC */
+	uint32_t live;		/* a live dump's read: 1 + its index in lives */
+	/* where its maps lie and whose they are (mixed: of several pids),
+	 * so that tables_under_code() skips the sets that cannot matter */
+	uint64_t lo, hi;
+	uint32_t pid;
+	bool mixed;
 };
 
 struct deferred {
@@ -705,6 +714,20 @@ static int queue_maps(struct inj *j, struct pidinfo *pi, size_t *nevs)
 				ep->early_hi = m[i].start + m[i].len;
 		}
 		j->st->carried += m[i].kind == PG_ELF_MAP_CARRY;
+		{
+			struct setinfo *si = &j->setinfo[s];
+			uint64_t end = m[i].start + m[i].len < m[i].start ? UINT64_MAX
+									 : m[i].start + m[i].len;
+
+			if (!i) {
+				si->lo = m[i].start;
+				si->hi = end;
+				si->pid = m[i].pid;
+			}
+			si->lo = m[i].start < si->lo ? m[i].start : si->lo;
+			si->hi = end > si->hi ? end : si->hi;
+			si->mixed |= m[i].pid != si->pid;
+		}
 	}
 	*nevs = n;
 	return 0;
@@ -765,12 +788,169 @@ static int rehide_anons(struct inj *j, uint32_t pid)
 	return ret;
 }
 
+/* ---- tables never over code ----
+ * A memory image's unwind tables go right after its region's code, at
+ * addresses the JIT may fill later.  Within one set the region holds all
+ * of its code, but a live dump is read in several sets: a later read may
+ * find code where an earlier one put tables, or put its tables where an
+ * earlier read's code is.  Whichever map perf meets last wins, and the
+ * tables map would hide that code (node: fib's first bytes named as
+ * the script's image).  So each code map under a tables map and not
+ * after it is written again at the tables map's time, after it, in its
+ * own time order: perf's maps under the tables are then what they were
+ * before the tables came (a map written again covers its whole range:
+ * a newer map beside the tables that overlaps it, code reused across
+ * reads, would be hidden; not met so far).  The tables' addresses then
+ * read as that code's image, which costs the tables' image its
+ * unwinding there (perf falls back to frame pointers) but never names a
+ * sample wrongly. */
+
+struct under {
+	uint64_t time;	/* the code map's own */
+	struct event ev;
+};
+
+static int under_cmp(const void *a, const void *b)
+{
+	const struct under *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	if (x->ev.set != y->ev.set)
+		return x->ev.set < y->ev.set ? -1 : 1;
+	return x->ev.map < y->ev.map ? -1 : x->ev.map > y->ev.map;
+}
+
+/* Collects into *u the code maps of pid under [start, start + len) that
+ * start at tt or before, in the sets among [s0, s1) that are reads of
+ * the live dump live. */
+static int collect_under(struct inj *j, size_t s0, size_t s1, uint32_t live, uint32_t pid,
+			 uint64_t start, uint64_t len, uint64_t tt, struct under **u, size_t *nu,
+			 size_t *cap)
+{
+	for (size_t s = s0; s < s1; s++) {
+		const struct setinfo *si = &j->setinfo[s];
+		size_t n;
+		const struct pg_elf_map *m = pg_elfset_maps(j->sets[s], &n);
+
+		if (!n || si->live != live || (!si->mixed && si->pid != pid) ||
+		    !overlaps(si->lo, si->hi - si->lo, start, len))
+			continue;
+		for (size_t i = 0; i < n; i++) {
+			uint64_t t, lt;
+
+			if (m[i].kind == PG_ELF_MAP_TABLES || m[i].pid != pid ||
+			    !overlaps(m[i].start, m[i].len, start, len))
+				continue;
+			map_times(j, s, i, &t, &lt);
+			if (t > tt)
+				continue;
+			if (!pg_grow((void **)u, cap, *nu + 1, sizeof(**u)))
+				return pg_err(j->diag, -ENOMEM, "out of memory");
+			(*u)[(*nu)++] = (struct under){ .time = t,
+							.ev = { (uint32_t)s, (uint32_t)i } };
+		}
+	}
+	return 0;
+}
+
+/* Writes again at tt, in their time order, the code maps in u. */
+static int push_under(struct inj *j, struct under *u, size_t nu, uint64_t tt)
+{
+	int ret = 0;
+
+	qsort(u, nu, sizeof(*u), under_cmp);
+	for (size_t i = 0; i < nu && !ret; i++)
+		ret = heap_push(j, u[i].ev.set, u[i].ev.map, tt);
+	return ret;
+}
+
+/* For a read of a live dump (another dump, even of the same pid, is
+ * another process's or is read whole): the last set's code under
+ * earlier reads' tables, and its tables over earlier reads' code (then
+ * also its own code over that code, which the rewrite must not hide).
+ * Earlier reads' tables are few (one map per image); finding the code
+ * under a new tables map scans the earlier reads' maps, as a read scans
+ * the dump from its start anyway. */
+static int tables_under_code(struct inj *j)
+{
+	size_t n, s = j->nsets - 1, ntabs = j->ntabs;
+	const struct pg_elf_map *m = pg_elfset_maps(j->sets[s], &n);
+	uint32_t live = j->setinfo[s].live;
+	struct under *u = NULL;
+	size_t nu = 0, cap = 0;
+	int ret = 0;
+
+	if (!live)
+		return 0;
+	for (size_t k = 0; k < ntabs && !ret; k++) {
+		const struct event *e = &j->tabs[k];
+		size_t nt;
+		const struct pg_elf_map *tm = &pg_elfset_maps(j->sets[e->set], &nt)[e->map];
+		uint64_t tt, lt;
+
+		if (j->setinfo[e->set].live != live)
+			continue;
+		map_times(j, e->set, e->map, &tt, &lt);
+		nu = 0;
+		ret = collect_under(j, s, s + 1, live, tm->pid, tm->start, tm->len, tt, &u, &nu,
+				    &cap);
+		if (!ret)
+			ret = push_under(j, u, nu, tt);
+	}
+	for (size_t i = 0; i < n && !ret; i++) {
+		uint64_t tt, lt;
+		size_t below;
+
+		if (m[i].kind != PG_ELF_MAP_TABLES)
+			continue;
+		if (!pg_grow((void **)&j->tabs, &j->tabs_cap, j->ntabs + 1, sizeof(*j->tabs))) {
+			ret = pg_err(j->diag, -ENOMEM, "out of memory");
+			break;
+		}
+		j->tabs[j->ntabs++] = (struct event){ (uint32_t)s, (uint32_t)i };
+		map_times(j, s, i, &tt, &lt);
+		nu = 0;
+		ret = collect_under(j, 0, s, live, m[i].pid, m[i].start, m[i].len, tt, &u, &nu,
+				    &cap);
+		below = nu;
+		/* this set's code over the code written again */
+		for (size_t k = 0; k < below && !ret; k++) {
+			const struct event *e = &u[k].ev;
+			size_t ne;
+			const struct pg_elf_map *em = &pg_elfset_maps(j->sets[e->set], &ne)[e->map];
+
+			ret = collect_under(j, s, s + 1, live, em->pid, em->start, em->len, tt, &u,
+					    &nu, &cap);
+		}
+		if (ret)
+			break;
+		/* (a map of this set over two of those is taken twice: once is
+		 * enough, and the sort puts the copies side by side) */
+		qsort(u, below, sizeof(*u), under_cmp);
+		qsort(u + below, nu - below, sizeof(*u), under_cmp);
+		{
+			size_t w = below;
+
+			for (size_t k = below; k < nu; k++)
+				if (w == below || under_cmp(&u[w - 1], &u[k]))
+					u[w++] = u[k];
+			nu = w;
+		}
+		ret = push_under(j, u, below, tt);
+		if (!ret)
+			ret = push_under(j, u + below, nu - below, tt);
+	}
+	free(u);
+	return ret;
+}
+
 /* Writes a dump's images and queues its MMAP2 records.  The set is j's
  * from here on, whatever happens (a failed run discards j's sets).  A
  * set with background_writes is given src: once finished it is
  * j->unsettled, src with it (the caller no longer closes it). */
 static int finish_dump(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool arch,
-		       struct pg_diag *dd, pg_code_source *src)
+		       uint32_t live, struct pg_diag *dd, pg_code_source *src)
 {
 	size_t nevs = 0;
 	int ret;
@@ -781,7 +961,7 @@ static int finish_dump(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool a
 		pg_elfset_free(set);
 		return pg_err(dd, -ENOMEM, "out of memory");
 	}
-	j->setinfo[j->nsets] = (struct setinfo){ .arch = arch };
+	j->setinfo[j->nsets] = (struct setinfo){ .arch = arch, .live = live };
 	j->sets[j->nsets++] = set;
 	ret = pg_elfset_finish(set);
 	if (!ret && src) {
@@ -798,6 +978,8 @@ static int finish_dump(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool a
 		ret = push_staged(j, nevs);
 	if (!ret)
 		ret = rehide_anons(j, pi->pid);
+	if (!ret)
+		ret = tables_under_code(j);
 	if (!ret)
 		j->st->dumps++;
 	return ret;
@@ -1004,7 +1186,7 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 			goto out;
 		}
 		lv->nev = nev;
-		ret = finish_dump(j, set, pi, arch, dd, NULL);
+		ret = finish_dump(j, set, pi, arch, (uint32_t)(lv - j->lives) + 1, dd, NULL);
 		set = NULL;
 		if (ret < 0)
 			goto fail;
@@ -1026,7 +1208,7 @@ static int load_dump(struct inj *j, const char *path, uint32_t want_pid, bool by
 							   .is_64bit = h->is_64bit };
 		return 0;
 	}
-	ret = finish_dump(j, set, pi, arch, dd, eo.background_writes ? src : NULL);
+	ret = finish_dump(j, set, pi, arch, 0, dd, eo.background_writes ? src : NULL);
 	set = NULL;
 	if (j->unsettled_src == src) {	/* background writes: not live */
 		j->prog_dumps += pg_code_size(src);	/* read whole */
@@ -1551,7 +1733,7 @@ static int finish_later(struct inj *j)
 			return pg_err(j->diag, -ENOMEM, "out of memory");
 		d->set = NULL;	/* finish_dump takes it */
 		j->dd.err[0] = '\0';
-		ret = finish_dump(j, set, pi, false, &j->dd, NULL);
+		ret = finish_dump(j, set, pi, false, 0, &j->dd, NULL);
 		pg_code_close(d->src);
 		d->src = NULL;
 		if (ret && j->dd.err[0])	/* else finish_dump said it in j->diag */
@@ -1935,6 +2117,7 @@ out:
 	free(j.run);
 	free(j.evs);
 	free(j.freeslots);
+	free(j.tabs);
 	free(j.pids);
 	for (size_t i = 0; i < j.seen.n; i++)
 		free((char *)j.seen.keys[i]);
