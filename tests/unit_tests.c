@@ -135,6 +135,69 @@ static void test_encoders(void)
 /* pg_u64map against a plain array on random puts, gets and deletes over
  * a small key space (many collisions, reused tombstones, rehashes), plus
  * keys 0 and UINT64_MAX and a value size that is not a multiple of 8. */
+/* The queue's piece digests (pg_ahash_digest_into) are each piece's own
+ * XXH3-128 (pg_digest_once), taken among digest updates, with and without
+ * a worker thread; and a digest fed through the queue is the digest fed at
+ * once. */
+static void test_ahash(void)
+{
+	enum { NP = 5000 };
+	static uint8_t data[1 << 16], got[NP][PG_PIECE_DIGEST];
+	static size_t off[NP], len[NP];
+	/* XXH3-128 of nothing, canonical (big-endian) form */
+	static const uint8_t empty[PG_PIECE_DIGEST] = {
+		0x99, 0xaa, 0x06, 0xd3, 0x01, 0x47, 0x98, 0xd8,
+		0x60, 0x01, 0xc3, 0x24, 0x46, 0x8d, 0x49, 0x7f,
+	};
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	uint8_t e[PG_PIECE_DIGEST];
+
+	pg_digest_once(data, 0, e);
+	CHECK(!memcmp(e, empty, sizeof(e)), "XXH3-128 of no bytes");
+	for (size_t i = 0; i < sizeof(data); i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		data[i] = (uint8_t)x;
+	}
+	for (int threaded = 0; threaded < 2; threaded++) {
+		struct pg_ahash *h = threaded ? pg_ahash_new() : NULL;
+		struct pg_digest *q = pg_digest_new(), *d = pg_digest_new();
+		uint8_t a[PG_DIGEST_SIZE], b[PG_DIGEST_SIZE], want[PG_PIECE_DIGEST];
+		size_t bad = 0, same = 0;
+
+		CHECK(q && d && (h || !threaded), "allocated");
+		if (!q || !d)
+			return;
+		for (int i = 0; i < NP; i++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			off[i] = (size_t)(x % (sizeof(data) - 4096));
+			len[i] = (size_t)((x >> 32) % 4096);
+			pg_ahash_digest_into(h, data + off[i], len[i], got[i]);
+			pg_ahash_update(h, q, data + off[i], len[i]);
+			pg_digest_update(d, data + off[i], len[i]);
+		}
+		pg_ahash_wait(h);
+		for (int i = 0; i < NP; i++) {
+			pg_digest_once(data + off[i], len[i], want);
+			bad += memcmp(want, got[i], sizeof(want)) != 0;
+			same += i && len[i] != len[i - 1] &&
+				!memcmp(got[i], got[i - 1], sizeof(want));
+		}
+		CHECK(bad == 0, "%zu of %d piece digests wrong (worker: %d)", bad, NP, threaded);
+		CHECK(same == 0, "%zu pieces of other lengths share a digest", same);
+		pg_digest_final(q, a);
+		pg_digest_final(d, b);
+		CHECK(!memcmp(a, b, sizeof(a)), "a queued digest is the direct one (worker: %d)",
+		      threaded);
+		pg_ahash_free(h);
+		pg_digest_free(q);
+		pg_digest_free(d);
+	}
+}
+
 static void test_u64map(void)
 {
 	enum { NK = 3000 };
@@ -1184,6 +1247,7 @@ int main(void)
 {
 	test_encoders();
 	test_u64map();
+	test_ahash();
 	test_paint();
 	test_paint_fail();
 	test_synth(false);

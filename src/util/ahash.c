@@ -34,6 +34,7 @@ struct upd {
 	void (*fn)(void *);	/* a job instead (pg_ahash_run), its argument p */
 	struct pg_ahash_sink *sink;	/* and written there, at off */
 	uint64_t off;
+	uint8_t *out;	/* p's own digest goes here instead (pg_ahash_digest_into) */
 };
 
 struct chunk {
@@ -95,6 +96,14 @@ void pg_digest_final(struct pg_digest *d, uint8_t out[PG_DIGEST_SIZE])
 	memcpy(out + sizeof(c.digest), tail.digest, PG_DIGEST_SIZE - sizeof(c.digest));
 }
 
+void pg_digest_once(const void *p, size_t len, uint8_t out[PG_PIECE_DIGEST])
+{
+	XXH128_canonical_t c;
+
+	XXH128_canonicalFromHash(&c, XXH3_128bits(p, len));
+	memcpy(out, c.digest, PG_PIECE_DIGEST);
+}
+
 void pg_digest_free(struct pg_digest *d)
 {
 	if (!d)
@@ -112,6 +121,8 @@ static void sink_write(struct pg_ahash_sink *s, const uint8_t *p, size_t len, ui
 
 static void apply(const struct upd *u)
 {
+	if (u->out)
+		pg_digest_once(u->p, u->len, u->out);
 	if (u->ctx)
 		pg_digest_update(u->ctx, u->p, u->len);
 	/* right after the digest read them: the bytes are in the cache */
@@ -262,10 +273,24 @@ void pg_ahash_update(struct pg_ahash *h, struct pg_digest *ctx, const void *p, s
 void pg_ahash_update_write(struct pg_ahash *h, struct pg_digest *ctx, const void *p, size_t len,
 			   struct pg_ahash_sink *sink, uint64_t off)
 {
-	struct upd u = { ctx, p, len, NULL, sink, off };
+	struct upd u = { ctx, p, len, NULL, sink, off, NULL };
 
 	if (!len)
 		return;
+	if (!h || !h->threaded) {
+		apply(&u);
+		return;
+	}
+	if (h->nstage == STAGE)
+		hand_over(h, false);
+	h->stage[h->nstage++] = u;
+}
+
+void pg_ahash_digest_into(struct pg_ahash *h, const void *p, size_t len,
+			  uint8_t out[PG_PIECE_DIGEST])
+{
+	struct upd u = { NULL, p, len, NULL, NULL, 0, out };
+
 	if (!h || !h->threaded) {
 		apply(&u);
 		return;
@@ -290,7 +315,7 @@ void pg_ahash_run(struct pg_ahash *h, void (*fn)(void *), void *arg)
 	}
 	if (h->nstage == STAGE)
 		hand_over(h, false);
-	h->stage[h->nstage++] = (struct upd){ NULL, arg, 0, fn, NULL, 0 };
+	h->stage[h->nstage++] = (struct upd){ NULL, arg, 0, fn, NULL, 0, NULL };
 	hand_over(h, true);	/* at once: the caller goes on with other work */
 }
 

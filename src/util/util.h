@@ -206,6 +206,10 @@ struct pg_digest *pg_digest_new(void);	/* NULL: out of memory */
 void pg_digest_update(struct pg_digest *d, const void *p, size_t len);
 void pg_digest_final(struct pg_digest *d, uint8_t out[PG_DIGEST_SIZE]);
 void pg_digest_free(struct pg_digest *d);
+/* A piece's own digest (XXH3-128), which a digest can take in place of
+ * the piece's bytes. */
+#define PG_PIECE_DIGEST 16
+void pg_digest_once(const void *p, size_t len, uint8_t out[PG_PIECE_DIGEST]);
 
 /* Digest updates applied on a worker thread, in the order they were
  * queued (ahash.c); the caller reads a digest only after
@@ -221,6 +225,10 @@ void pg_ahash_update_copy(struct pg_ahash *h, struct pg_digest *ctx, const void 
 /* Runs fn(arg) on the worker after what is queued (at once without one);
  * it must touch nothing the caller uses until pg_ahash_wait. */
 void pg_ahash_run(struct pg_ahash *h, void (*fn)(void *), void *arg);
+/* p's own digest (pg_digest_once) written into out, on the worker: out
+ * and p are borrowed until pg_ahash_wait. */
+void pg_ahash_digest_into(struct pg_ahash *h, const void *p, size_t len,
+			  uint8_t out[PG_PIECE_DIGEST]);
 /* Every update and job queued so far is done. */
 void pg_ahash_wait(struct pg_ahash *h);
 /* Waits until *flag is not 0 or the worker has nothing left to run (all
