@@ -98,7 +98,10 @@ struct mplace {
 /* An image being assembled. */
 struct img {
 	size_t pub;		/* index in set->images */
-	bool memory;		/* memory layout (every layout's code: pg_emit_code()) */
+	/* memory layout (every layout's code: pg_emit_code()); its digest
+	 * is updated on the set's thread, each function's code by the
+	 * digest the worker took of it during the walk (pg_plan_keep) */
+	bool memory;
 	uint64_t load_off;	/* memory layout: the PT_LOAD's start */
 	struct pg_buf meh, mhdr;	/* memory layout: the merged tables */
 	uint64_t meh_off;	/* their file offset */
@@ -106,7 +109,9 @@ struct img {
 	uint64_t text_off, text_end;
 	struct func *funcs;
 	size_t nfuncs, cap;
-	struct pg_digest *dig;	/* the build-id's, updated through ah, on its worker thread */
+	/* the build-id's, updated through ah, on its worker thread; a
+	 * memory-layout image's on the set's thread */
+	struct pg_digest *dig;
 	struct pg_ahash *ah;	/* the set's; NULL once the worker has it */
 	bool has_inl;		/* the digest says it has inlined subroutines */
 	struct pg_dwarf dw;
@@ -145,6 +150,17 @@ struct pg_elfset {
 	bool planned;		/* memory layout: finished, no more adds */
 	struct mrec *recs;	/* memory layout: the LOADs placed at finish */
 	size_t nrecs, recs_cap;
+	/* their code's own digests (pg_digest_once), by rec, taken by the
+	 * worker during the walk: blocks that never move while it writes */
+	uint8_t **cdig;
+	size_t ncdig, cdig_cap;
+	/* their names and their rows' file names, copied (plan.c keep_*):
+	 * read again at finish, from the dump they would map its pages
+	 * again, which the walk gave back; the maps' names, so kept until
+	 * the set is freed */
+	struct strchunk *strs;
+	struct pg_strmap kfiles;	/* the file names kept, by content */
+	const char *kf_src, *kf_kept;	/* the last one asked for */
 	struct pg_buf rows;	/* their line rows, packed (plan.c) */
 	struct pg_code_line *unpacked;	/* one rec's rows, unpacked */
 	size_t unpacked_cap;
@@ -255,13 +271,15 @@ int pg_set_add_placed(pg_elfset *set, const struct pg_code_event *ld, uint64_t s
 int pg_plan_keep(pg_elfset *set, const struct pg_code_event *ld, uint64_t since);
 int pg_plan_move(pg_elfset *set, const struct pg_code_event *ev);
 const struct pg_code_line *pg_plan_rows(pg_elfset *set, const struct mrec *r);
+const uint8_t *pg_plan_cdig(const pg_elfset *set, size_t k);
+void pg_plan_free_strings(pg_elfset *set);
 int pg_plan_memory(pg_elfset *set);
 int pg_plan_fallback(pg_elfset *set);
 
 /* emit.c */
 uint64_t pg_emit_headers_end(const struct pg_elfset *set);
 int pg_emit_add_func(pg_elfset *set, struct img *im, const struct pg_code_event *ld,
-		     uint64_t off, bool quiet);
+		     uint64_t off, bool quiet, const uint8_t *cdig);
 int pg_emit_layout(pg_elfset *set, struct img *im, struct layout *lo);
 int pg_emit_dwarf_finish(const char *dump_name, struct img *im, struct layout *lo,
 			 struct pg_diag *diag);

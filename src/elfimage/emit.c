@@ -81,7 +81,7 @@ static int cfi_pieces(const struct pg_code_cfi *u, uint64_t off, uint64_t size,
  * aligned); quiet: no warning about its inline chains (a copy of a
  * function already placed). */
 int pg_emit_add_func(pg_elfset *set, struct img *im, const struct pg_code_event *ld,
-		     uint64_t off, bool quiet)
+		     uint64_t off, bool quiet, const uint8_t *cdig)
 {
 	struct pg_dwarf_inl_stats inl;
 	struct func *f;
@@ -103,9 +103,19 @@ int pg_emit_add_func(pg_elfset *set, struct img *im, const struct pg_code_event 
 	pg_buf_add(&im->strtab, ld->name, nlen + 1);
 	if (off + ld->size > im->text_end)
 		im->text_end = off + ld->size;
-	pg_ahash_update_copy(im->ah, im->dig, meta, sizeof(meta), ld->name, nlen + 1);
-	/* counts what it reads */
-	pg_ahash_update_write(im->ah, im->dig, ld->code, ld->size, im->sink, off);
+	if (im->memory) {
+		/* the build-id at once, without waiting for the worker to
+		 * read the code: it wrote the code's digest during the walk
+		 * and now only writes the code */
+		pg_digest_update(im->dig, meta, sizeof(meta));
+		pg_digest_update(im->dig, ld->name, nlen + 1);
+		pg_digest_update(im->dig, cdig, PG_PIECE_DIGEST);
+		pg_ahash_update_write(im->ah, NULL, ld->code, ld->size, im->sink, off);
+	} else {
+		pg_ahash_update_copy(im->ah, im->dig, meta, sizeof(meta), ld->name, nlen + 1);
+		/* counts what it reads */
+		pg_ahash_update_write(im->ah, im->dig, ld->code, ld->size, im->sink, off);
+	}
 	if (im->sink && f->cfi) {	/* the memory layout's copy of its CFI after it */
 		struct cfi_piece pc[2];
 		int k = cfi_pieces(f->cfi, off, ld->size, pc);
@@ -124,7 +134,10 @@ int pg_emit_add_func(pg_elfset *set, struct img *im, const struct pg_code_event 
 		/* an image with inlined subroutines is not what a writer
 		 * without them made of the same input (kept out of the digest
 		 * of images without, whose build-ids stay as they were) */
-		pg_ahash_update(im->ah, im->dig, "inline-dies-1", 13);
+		if (im->memory)
+			pg_digest_update(im->dig, "inline-dies-1", 13);
+		else
+			pg_ahash_update(im->ah, im->dig, "inline-dies-1", 13);
 		im->has_inl = true;
 	}
 	if ((inl.skipped || inl.capped) && !quiet)

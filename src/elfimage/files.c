@@ -19,7 +19,9 @@
 #include "elfimage/builder.h"
 
 /* bump when the bytes written for the same input change (3: the
- * build-id's digest is XXH3, not SHA-1) */
+ * build-id's digest is XXH3, not SHA-1); not for a change of what the
+ * digest reads, which changes the build-ids itself (the memory layout's
+ * code by its functions' own digests) */
 #define IMAGE_FORMAT 3
 
 /* A temporary the code is written into while the image is built
@@ -169,8 +171,12 @@ static int name_image(pg_elfset *set, struct img *im, const struct layout *lo)
 	struct pg_elf_image *pi = &set->images[im->pub];
 	uint8_t bid[PG_DIGEST_SIZE];
 
-	pg_ahash_update(im->ah, im->dig, lo->ehp, lo->eh_size);
-	pg_ahash_wait(im->ah);
+	if (im->memory) {	/* all of it on this thread (emit.c) */
+		pg_digest_update(im->dig, lo->ehp, lo->eh_size);
+	} else {
+		pg_ahash_update(im->ah, im->dig, lo->ehp, lo->eh_size);
+		pg_ahash_wait(im->ah);
+	}
 	pg_digest_final(im->dig, bid);
 	memcpy(pi->build_id, bid, BUILD_ID_SIZE);
 	if (set->build_id_names) {
@@ -226,6 +232,9 @@ struct wjob {
 	 * (plain DWARF, or the job failed before); set before the job is
 	 * queued when the set's thread finished the DWARF itself. */
 	struct pg_ahash *ah;
+	/* a memory-layout image's stream, its code still being written:
+	 * the worker writes its last batch first (run_job) */
+	struct stream *st;
 	atomic_int dw_ready;
 	atomic_uint claimed;
 	atomic_int left;
@@ -242,6 +251,7 @@ static void job_free(struct wjob *jb)
 		return;
 	pg_emit_layout_free(&jb->lo);
 	pg_files_free_image(jb->im);	/* the set's thread: waits for its digest */
+	free(jb->st);
 	free(jb->path);
 	free(jb);
 }
@@ -326,8 +336,11 @@ static int no_replace_rename(int dirfd, const char *from, const char *to)
  * (the temporary is then removed): -EAGAIN, unsaid, when the image is
  * to be written the usual way instead (no stream; a final name that is
  * no regular file, written in place; a file system without
- * RENAME_NOREPLACE or hard links). */
-static int stream_adopt(pg_elfset *set, struct img *im, struct pend *p)
+ * RENAME_NOREPLACE or hard links).  A memory-layout image's code may
+ * still be queued: its stream goes to *later, whose last batch the
+ * worker writes before the rest (run_job); the set's thread does not
+ * wait for it. */
+static int stream_adopt(pg_elfset *set, struct img *im, struct pend *p, struct stream **later)
 {
 	struct pg_elf_image *pi = &set->images[im->pub];
 	struct stream *st = stream_of(im);
@@ -343,7 +356,7 @@ static int stream_adopt(pg_elfset *set, struct img *im, struct pend *p)
 	rnd = st->rnd;
 	reg = st->reg;
 	fd = st->s.g.fd;
-	ret = pg_ahash_sink_flush(&st->s);
+	ret = im->memory ? 0 : pg_ahash_sink_flush(&st->s);
 	if (ret) {
 		pg_err(set->diag, ret, "%s: cannot write ELF image: %s", pi->path, strerror(-ret));
 		stream_drop(im);
@@ -351,6 +364,7 @@ static int stream_adopt(pg_elfset *set, struct img *im, struct pend *p)
 	}
 	flat = flat_name(pi, fbuf);
 	if (fstatat(set->dirfd, flat, &sb, 0) == 0 && !S_ISREG(sb.st_mode)) {
+		pg_ahash_wait(im->ah);	/* its writes done before the close */
 		stream_drop(im);
 		return -EAGAIN;
 	}
@@ -371,13 +385,17 @@ static int stream_adopt(pg_elfset *set, struct img *im, struct pend *p)
 				pg_cleanup_del(reg);
 		}
 		if (ret) {
+			pg_ahash_wait(im->ah);
 			stream_drop(im);
 			return -EAGAIN;
 		}
 		pg_cleanup_del(st->reg);
 	}
 	*p = (struct pend){ .reg = (int32_t)reg, .dreg = -1, .rnd = rnd, .pending = true };
-	free(st);
+	if (im->memory)
+		*later = st;
+	else
+		free(st);
 	im->sink = NULL;
 	return fd;
 }
@@ -479,6 +497,18 @@ static void dwarf_ready(struct wjob *jb)
 static void run_job(void *arg)
 {
 	struct wjob *jb = arg;
+
+	if (jb->st) {	/* its code's last batch, queued before this job */
+		int r = pg_ahash_sink_flush(&jb->st->s);
+
+		if (r) {	/* the code's own result, as the join's writes have */
+			jb->code_ret = r;
+			snprintf(jb->cd.err, sizeof(jb->cd.err), "%s: cannot write ELF image: %s",
+				 jb->path, strerror(-r));
+		}
+		free(jb->st);
+		jb->st = NULL;
+	}
 
 	if (!atomic_load(&jb->dw_ready)) {	/* (not finished by the set's thread) */
 		dwarf_ready(jb);
@@ -587,8 +617,9 @@ static int write_file(pg_elfset *set, struct wjob *jb)
 		job_free(jb);
 		return ret;
 	}
-	/* a streamed image's code is in its temporary already */
-	fd = stream_adopt(set, im, p);
+	/* a streamed image's code is in its temporary already (or, in the
+	 * memory layout, queued to be) */
+	fd = stream_adopt(set, im, p, &jb->st);
 	if (fd >= 0) {
 		atomic_store(&jb->code, CODE_DONE);
 	} else if (fd != -EAGAIN) {
@@ -615,6 +646,8 @@ static int write_file(pg_elfset *set, struct wjob *jb)
 	jb->path = strdup(pi->path);
 	if (!jb->path ||
 	    !pg_grow((void **)&set->jobs, &set->jobs_cap, set->njobs + 1, sizeof(*set->jobs))) {
+		if (jb->st)	/* its code's writes done before the close */
+			pg_ahash_wait(set->ah);
 		close(fd);
 		tmp_abort(set, im->pub);
 		job_free(jb);
@@ -635,16 +668,21 @@ static int write_file(pg_elfset *set, struct wjob *jb)
 	pi->written = true;	/* its size once joined */
 	set->jobs[set->njobs++] = jb;
 	/* the memory layout's images are built one after another while the
-	 * worker hashes and writes the code of each and compresses its
-	 * DWARF, the longer part: this thread takes a share of the sections
-	 * before it goes on (with no worker, run_job below does them all at
-	 * once) */
+	 * worker writes the code of each and compresses its .debug_info:
+	 * this thread takes the other sections before it goes on (with no
+	 * worker, run_job below does them all at once), and the sections of
+	 * the images before whose job the worker has not started yet (it is
+	 * an image or more behind) */
 	early = set->finishing && im->memory && jb->zdebug;
 	if (early)
 		dwarf_ready(jb);
 	pg_ahash_run(set->ah, run_job, jb);
-	if (early)
+	if (early) {
 		share_sections(set, jb, early_order, 3);
+		for (size_t i = 0; i + 1 < set->njobs; i++)
+			if (set->jobs[i]->zdebug)
+				share_sections(set, set->jobs[i], caller_order, 4);
+	}
 	return set->finishing ? 0 : pg_files_join(set, true);
 }
 

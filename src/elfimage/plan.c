@@ -262,7 +262,8 @@ static int mem_image(pg_elfset *set, struct region *rg, uint32_t ri, uint32_t ge
 			goto out;
 		}
 		/* a MOVE's copy or carried code: its warnings were given */
-		ret = pg_emit_add_func(set, im, &ev, p->addr - base, p->move || p->gen != gen);
+		ret = pg_emit_add_func(set, im, &ev, p->addr - base, p->move || p->gen != gen,
+				       pg_plan_cdig(set, p->rec));
 		if (ret)
 			goto out;
 	}
@@ -595,6 +596,8 @@ int pg_plan_memory(pg_elfset *set)
 
 	if (!n)
 		return 0;
+	/* the code's digests the walk queued (pg_plan_keep) */
+	pg_ahash_wait(set->ah);
 	byaddr = malloc(n * sizeof(*byaddr));
 	order = malloc(n * sizeof(*order));
 	rg = calloc(n, sizeof(*rg));
@@ -906,6 +909,83 @@ static int rec_meta(pg_elfset *set, struct mrec *r, const struct pg_code_line *l
 	return 0;
 }
 
+/* ---- strings kept ---- */
+
+struct strchunk {
+	struct strchunk *next;
+	size_t used, cap;
+	char b[];
+};
+
+#define STR_CHUNK (64u << 10)
+
+/* s (len bytes and its NUL) copied into the set's chunks; NULL on OOM. */
+static const char *keep_copy(pg_elfset *set, const char *s, size_t len)
+{
+	struct strchunk *c = set->strs;
+	char *d;
+
+	if (!c || c->cap - c->used < len + 1) {
+		size_t cap = len + 1 > STR_CHUNK ? len + 1 : STR_CHUNK;
+
+		if (!(c = malloc(sizeof(*c) + cap)))
+			return NULL;
+		c->used = 0;
+		c->cap = cap;
+		if (set->strs && cap > STR_CHUNK) {	/* the open chunk stays open */
+			c->next = set->strs->next;
+			set->strs->next = c;
+		} else {
+			c->next = set->strs;
+			set->strs = c;
+		}
+	}
+	d = c->b + c->used;
+	memcpy(d, s, len + 1);
+	c->used += len + 1;
+	return d;
+}
+
+/* A row's file name kept once per content (a dump often repeats it in
+ * every function's rows); NULL stays NULL.  false on OOM. */
+static bool keep_file(pg_elfset *set, const char *f, const char **out)
+{
+	bool added;
+	long idx;
+
+	if (!f || f == set->kf_src) {
+		*out = f ? set->kf_kept : NULL;
+		return true;
+	}
+	idx = pg_strmap_intern(&set->kfiles, f, &added);
+	if (idx < 0)
+		return false;
+	if (added) {
+		const char *c = keep_copy(set, f, strlen(f));
+
+		if (!c)
+			return false;	/* the key is f itself, valid meanwhile */
+		set->kfiles.keys[idx] = c;
+	}
+	set->kf_src = f;
+	set->kf_kept = set->kfiles.keys[idx];
+	*out = set->kf_kept;
+	return true;
+}
+
+void pg_plan_free_strings(pg_elfset *set)
+{
+	while (set->strs) {
+		struct strchunk *c = set->strs;
+
+		set->strs = c->next;
+		free(c);
+	}
+	pg_strmap_free(&set->kfiles);
+	memset(&set->kfiles, 0, sizeof(set->kfiles));
+	set->kf_src = set->kf_kept = NULL;
+}
+
 /* ---- line rows, packed ----
  * A row is a few LEB128 numbers: the offset's change, the line's change
  * (zigzag, so any order and any values round-trip) with a bit for a new
@@ -935,29 +1015,36 @@ static uint8_t *put_uleb(uint8_t *p, uint64_t v)
  * the line's, shifted, 33 bits) and a pointer. */
 #define ROW_MAX (4 * 10 + sizeof(const char *))
 
-static void pack_rows(struct pg_buf *b, const struct pg_code_line *l, size_t n)
+/* l's rows into set->rows, their file names kept (keep_file) */
+static void pack_rows(pg_elfset *set, const struct pg_code_line *l, size_t n)
 {
+	struct pg_buf *b = &set->rows;
 	uint64_t off = 0, line = 0;
-	const char *file = NULL;
+	const char *file = NULL, *kept;
 
 	for (size_t i = 0; i < n; i++) {
-		bool nf = !i || l[i].file != file;
 		uint8_t *p = pg_buf_reserve(b, ROW_MAX), *q;
+		bool nf;
 
 		if (!p)
 			return;		/* b->oom says so */
+		if (!keep_file(set, l[i].file, &kept)) {
+			b->oom = true;
+			return;
+		}
+		nf = !i || kept != file;
 		q = put_uleb(p, zigzag(l[i].off - off));
 		q = put_uleb(q, zigzag((uint64_t)l[i].line - line) << 1 | nf);
 		if (nf) {
-			memcpy(q, &l[i].file, sizeof(l[i].file));
-			q += sizeof(l[i].file);
+			memcpy(q, &kept, sizeof(kept));
+			q += sizeof(kept);
 		}
 		q = put_uleb(q, l[i].column);
 		q = put_uleb(q, l[i].discrim);
 		b->len += (size_t)(q - p);
 		off = l[i].off;
 		line = l[i].line;
-		file = l[i].file;
+		file = kept;
 	}
 }
 
@@ -1012,9 +1099,34 @@ const struct pg_code_line *pg_plan_rows(pg_elfset *set, const struct mrec *r)
 
 /* ---- the memory layout: what add keeps ---- */
 
+/* Room in set->cdig for rec k's digest: its address, which the worker
+ * may write while more blocks are added; NULL when out of memory. */
+#define CDIG_BLOCK 4096u
+static uint8_t *cdig_slot(pg_elfset *set, size_t k)
+{
+	size_t b = k / CDIG_BLOCK;
+
+	if (b == set->ncdig) {
+		uint8_t *blk;
+
+		if (!pg_grow((void **)&set->cdig, &set->cdig_cap, b + 1, sizeof(*set->cdig)))
+			return NULL;
+		if (!(blk = malloc(CDIG_BLOCK * PG_PIECE_DIGEST)))
+			return NULL;
+		set->cdig[set->ncdig++] = blk;
+	}
+	return set->cdig[b] + (k % CDIG_BLOCK) * PG_PIECE_DIGEST;
+}
+
+const uint8_t *pg_plan_cdig(const pg_elfset *set, size_t k)
+{
+	return set->cdig[k / CDIG_BLOCK] + (k % CDIG_BLOCK) * PG_PIECE_DIGEST;
+}
+
 /* Keeps a LOAD for pg_elfset_finish(): its rows are packed and its
- * chains copied (the source reuses them), its strings and code bytes stay
- * the source's. */
+ * chains copied (the source reuses them), its name and its rows' file
+ * names copied (keep_*), its code bytes stay the source's (the worker
+ * reads them now for their digest, and again at finish to write them). */
 int pg_plan_keep(pg_elfset *set, const struct pg_code_event *ld, uint64_t since)
 {
 	struct mrec *r;
@@ -1037,7 +1149,9 @@ int pg_plan_keep(pg_elfset *set, const struct pg_code_event *ld, uint64_t since)
 		return pg_err(set->diag, -ENOMEM, "out of memory");
 	r = &set->recs[set->nrecs];
 	memset(r, 0, sizeof(*r));
-	r->name = ld->name;
+	r->name = ld->name ? keep_copy(set, ld->name, strlen(ld->name)) : NULL;
+	if (ld->name && !r->name)
+		return pg_err(set->diag, -ENOMEM, "out of memory");
 	r->code = ld->code;
 	r->size = ld->size;
 	r->id = ld->id;
@@ -1046,9 +1160,19 @@ int pg_plan_keep(pg_elfset *set, const struct pg_code_event *ld, uint64_t since)
 		r->cfi = *ld->cfi;
 		r->has_cfi = true;
 	}
+	/* its code's digest, for the image's build-id, taken by the worker
+	 * meanwhile: the walk leaves it idle in this layout, and then naming
+	 * an image at finish need not wait for its code to be read */
+	{
+		uint8_t *slot = cdig_slot(set, set->nrecs);
+
+		if (!slot)
+			return pg_err(set->diag, -ENOMEM, "out of memory");
+		pg_ahash_digest_into(set->ah, ld->code, ld->size, slot);
+	}
 	r->rows_at = set->rows.len;
 	r->nlines = (uint32_t)ld->nlines;
-	pack_rows(&set->rows, ld->lines, ld->nlines);
+	pack_rows(set, ld->lines, ld->nlines);
 	if (set->rows.oom)
 		return pg_err(set->diag, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < ld->ninlines; i++)

@@ -202,7 +202,7 @@ int pg_set_add_placed(pg_elfset *set, const struct pg_code_event *ld, uint64_t s
 			if (set->cfi_compat)	/* page-aligned code, see elfimage.h */
 				im->text_off = im->text_end = pg_align(set->text_off, 0x1000);
 		}
-		ret = pg_emit_add_func(set, im, ld, UINT64_MAX, false);
+		ret = pg_emit_add_func(set, im, ld, UINT64_MAX, false, NULL);
 		if (ret) {
 			pg_files_free_image(im);
 			return ret;
@@ -231,7 +231,7 @@ int pg_set_add_placed(pg_elfset *set, const struct pg_code_event *ld, uint64_t s
 				return ret;
 			pg_files_stream(set, set->pack);
 		}
-		ret = pg_emit_add_func(set, set->pack, ld, UINT64_MAX, false);
+		ret = pg_emit_add_func(set, set->pack, ld, UINT64_MAX, false, NULL);
 		if (ret)
 			return ret;
 		out->image = (uint32_t)set->pack->pub;
@@ -295,6 +295,11 @@ static void free_plan(pg_elfset *set)
 	for (size_t i = 0; i < set->nrecs; i++)
 		free(set->recs[i].inl);
 	free(set->recs);
+	for (size_t i = 0; i < set->ncdig; i++)
+		free(set->cdig[i]);
+	free(set->cdig);
+	set->cdig = NULL;
+	set->ncdig = set->cdig_cap = 0;
 	pg_buf_free(&set->rows);
 	free(set->unpacked);
 	free(set->scratch);
@@ -389,6 +394,7 @@ void pg_elfset_free(pg_elfset *set)
 	pg_ahash_free(set->ah);
 	free(set->jobs);
 	free_plan(set);
+	pg_plan_free_strings(set);	/* the maps' names are these */
 	free(set->maps);
 	free(set->loaded);
 	for (size_t i = 0; i < set->nimages; i++)
