@@ -270,34 +270,29 @@ void pg_ahash_update(struct pg_ahash *h, struct pg_digest *ctx, const void *p, s
 	pg_ahash_update_write(h, ctx, p, len, NULL, 0);
 }
 
-void pg_ahash_update_write(struct pg_ahash *h, struct pg_digest *ctx, const void *p, size_t len,
-			   struct pg_ahash_sink *sink, uint64_t off)
+/* u staged for the worker, or applied at once without one */
+static void queue(struct pg_ahash *h, const struct upd *u)
 {
-	struct upd u = { ctx, p, len, NULL, sink, off, NULL };
-
-	if (!len)
-		return;
 	if (!h || !h->threaded) {
-		apply(&u);
+		apply(u);
 		return;
 	}
 	if (h->nstage == STAGE)
 		hand_over(h, false);
-	h->stage[h->nstage++] = u;
+	h->stage[h->nstage++] = *u;
+}
+
+void pg_ahash_update_write(struct pg_ahash *h, struct pg_digest *ctx, const void *p, size_t len,
+			   struct pg_ahash_sink *sink, uint64_t off)
+{
+	if (len)
+		queue(h, &(struct upd){ ctx, p, len, NULL, sink, off, NULL });
 }
 
 void pg_ahash_digest_into(struct pg_ahash *h, const void *p, size_t len,
 			  uint8_t out[PG_PIECE_DIGEST])
 {
-	struct upd u = { NULL, p, len, NULL, NULL, 0, out };
-
-	if (!h || !h->threaded) {
-		apply(&u);
-		return;
-	}
-	if (h->nstage == STAGE)
-		hand_over(h, false);
-	h->stage[h->nstage++] = u;
+	queue(h, &(struct upd){ NULL, p, len, NULL, NULL, 0, out });
 }
 
 int pg_ahash_sink_flush(struct pg_ahash_sink *s)
