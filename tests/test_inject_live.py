@@ -264,6 +264,33 @@ class LivePipeInlinejit(_Pipe, unittest.TestCase):
         self.assertEqual(top[0], ("[jit]", "jit_outer"), ref)
 
 
+def inject_in_two_reads(tc, dump, whole, cut, parts, out):
+    """perfgraft inject -i - -o OUT, its pipe fed parts[0] while the dump
+    holds whole[:cut] (the first read made meanwhile), then the rest of
+    both: parts[1] starts with parts[0].  -> its stderr; exit 0 asserted."""
+    tc.assertEqual(parts[1][:len(parts[0])], parts[0])
+    with open(dump, "wb") as f:
+        f.write(whole[:cut])
+    with open(out, "wb") as o:
+        p = subprocess.Popen([pf.PERFGRAFT, "inject", "-q", "-N", "-i", "-", "-o", "-"],
+                             cwd=os.path.dirname(out), stdin=subprocess.PIPE, stdout=o,
+                             stderr=subprocess.PIPE)
+        try:
+            p.stdin.write(parts[0])
+            p.stdin.flush()
+            time.sleep(0.5)
+            with open(dump, "ab") as f:
+                f.write(whole[cut:])
+            time.sleep(0.1)
+            p.stdin.write(parts[1][len(parts[0]):])
+            p.stdin.close()
+            err = p.stderr.read().decode("utf-8", "replace")
+        finally:
+            p.wait(timeout=pf.TIMEOUT)
+    tc.assertEqual(p.returncode, 0, err)
+    return err
+
+
 class LiveAnonMap(unittest.TestCase):
     """A JIT maps a page executable before it writes the LOAD of the code
     in it (testjit: one //anon map over two threads' pages, after the
@@ -319,28 +346,10 @@ class LiveAnonMap(unittest.TestCase):
             b = pg.PerfDataBuilder(attrs=[pg.Attr(ids=[7])], pipe=True)
             self.records(b, part, before_marker)
             parts.append(b.to_bytes())
-        self.assertEqual(parts[1][:len(parts[0])], parts[0])
         dump = os.path.join(self.d, "jit-%d.dump" % pid)
-        with open(dump, "wb") as f:
-            f.write(whole[:hsize])
         out = os.path.join(self.d, "live-%d.data" % before_marker)
-        with open(out, "wb") as o:
-            p = subprocess.Popen([pf.PERFGRAFT, "inject", "-q", "-N", "-i", "-", "-o", "-"],
-                                 cwd=self.d, stdin=subprocess.PIPE, stdout=o,
-                                 stderr=subprocess.PIPE)
-            try:
-                p.stdin.write(parts[0])
-                p.stdin.flush()
-                time.sleep(0.5)     # the map read, the dump (a header) read
-                with open(dump, "ab") as f:
-                    f.write(whole[hsize:])
-                time.sleep(0.1)
-                p.stdin.write(parts[1][len(parts[0]):])
-                p.stdin.close()
-                err = p.stderr.read().decode("utf-8", "replace")
-            finally:
-                p.wait(timeout=pf.TIMEOUT)
-        self.assertEqual(p.returncode, 0, err)
+        # the map read, and the dump (a header) read, before the LOADs
+        err = inject_in_two_reads(self, dump, whole, hsize, parts, out)
         r = subprocess.run([pf.PERF, "--buildid-dir", os.path.join(self.d, "debug"), "script",
                             "-i", out, "-F", "ip,sym", "--hide-call-graph"], cwd=self.d,
                            capture_output=True, text=True, timeout=pf.TIMEOUT)
@@ -398,27 +407,8 @@ class LiveTables(unittest.TestCase):
                     b.sample(ip, pid, pid, t)
                 b.finished_round()
             parts.append(b.to_bytes())
-        self.assertEqual(parts[1][:len(parts[0])], parts[0])
-        with open(dump, "wb") as f:
-            f.write(whole[:cut])
         out = os.path.join(self.d, "live.data")
-        with open(out, "wb") as o:
-            p = subprocess.Popen([pf.PERFGRAFT, "inject", "-q", "-N", "-i", "-", "-o", "-"],
-                                 cwd=self.d, stdin=subprocess.PIPE, stdout=o,
-                                 stderr=subprocess.PIPE)
-            try:
-                p.stdin.write(parts[0])
-                p.stdin.flush()
-                time.sleep(0.5)     # the first read made
-                with open(dump, "ab") as f:
-                    f.write(whole[cut:])
-                time.sleep(0.1)
-                p.stdin.write(parts[1][len(parts[0]):])
-                p.stdin.close()
-                err = p.stderr.read().decode("utf-8", "replace")
-            finally:
-                p.wait(timeout=pf.TIMEOUT)
-        self.assertEqual(p.returncode, 0, err)
+        err = inject_in_two_reads(self, dump, whole, cut, parts, out)
         r = subprocess.run([pf.PERF, "--buildid-dir", os.path.join(self.d, "debug"), "script",
                             "-i", out, "-F", "ip,sym,dso", "--hide-call-graph"], cwd=self.d,
                            capture_output=True, text=True, timeout=pf.TIMEOUT)
