@@ -264,25 +264,31 @@ class LivePipeInlinejit(_Pipe, unittest.TestCase):
         self.assertEqual(top[0], ("[jit]", "jit_outer"), ref)
 
 
-def inject_in_two_reads(tc, dump, whole, cut, parts, out):
-    """perfgraft inject -i - -o OUT, its pipe fed parts[0] while the dump
-    holds whole[:cut] (the first read made meanwhile), then the rest of
-    both: parts[1] starts with parts[0].  -> its stderr; exit 0 asserted."""
-    tc.assertEqual(parts[1][:len(parts[0])], parts[0])
+def inject_in_reads(tc, dump, whole, cuts, parts, out, quiet=True):
+    """perfgraft inject -i - -o OUT, its pipe fed parts[k] while the dump
+    holds whole[:cuts[k]] (a read made meanwhile), then the rest: each
+    part starts with the one before it, the last dump part runs to the
+    end.  -> its stderr; exit 0 asserted."""
+    for k in range(1, len(parts)):
+        tc.assertEqual(parts[k][:len(parts[k - 1])], parts[k - 1])
+    cuts = list(cuts) + [len(whole)]
     with open(dump, "wb") as f:
-        f.write(whole[:cut])
+        f.write(whole[:cuts[0]])
     with open(out, "wb") as o:
-        p = subprocess.Popen([pf.PERFGRAFT, "inject", "-q", "-N", "-i", "-", "-o", "-"],
+        p = subprocess.Popen([pf.PERFGRAFT, "inject"] + ["-q"] * quiet +
+                             ["-N", "-i", "-", "-o", "-"],
                              cwd=os.path.dirname(out), stdin=subprocess.PIPE, stdout=o,
                              stderr=subprocess.PIPE)
         try:
             p.stdin.write(parts[0])
             p.stdin.flush()
-            time.sleep(0.5)
-            with open(dump, "ab") as f:
-                f.write(whole[cut:])
-            time.sleep(0.1)
-            p.stdin.write(parts[1][len(parts[0]):])
+            for k in range(1, len(parts)):
+                time.sleep(0.5)
+                with open(dump, "ab") as f:
+                    f.write(whole[cuts[k - 1]:cuts[k]])
+                time.sleep(0.1)
+                p.stdin.write(parts[k][len(parts[k - 1]):])
+                p.stdin.flush()
             p.stdin.close()
             err = p.stderr.read().decode("utf-8", "replace")
         finally:
@@ -349,7 +355,7 @@ class LiveAnonMap(unittest.TestCase):
         dump = os.path.join(self.d, "jit-%d.dump" % pid)
         out = os.path.join(self.d, "live-%d.data" % before_marker)
         # the map read, and the dump (a header) read, before the LOADs
-        err = inject_in_two_reads(self, dump, whole, hsize, parts, out)
+        err = inject_in_reads(self, dump, whole, [hsize], parts, out)
         r = subprocess.run([pf.PERF, "--buildid-dir", os.path.join(self.d, "debug"), "script",
                             "-i", out, "-F", "ip,sym", "--hide-call-graph"], cwd=self.d,
                            capture_output=True, text=True, timeout=pf.TIMEOUT)
@@ -379,71 +385,120 @@ class LiveTables(unittest.TestCase):
         self.d = tempfile.mkdtemp(prefix="pg-live-tables-")
         self.addCleanup(shutil.rmtree, self.d, True)
 
-    def run_reads(self, first, second, samples):
-        """first, second: [(name, addr, time)] of 0x40-byte functions with
-        CFI (V8's layout: each LOAD's map covers its code and its CFI, 0x90
-        bytes), the dump's content at the first read and what it adds after;
-        samples: [(ip, time)].  -> the symbols perf script names."""
+    def run_reads(self, reads, samples, quiet=True):
+        """reads: what the dump holds at each read, in turn: (name, addr,
+        time) for a 0x40-byte function with CFI (V8's layout: its LOAD's
+        map covers its code and its CFI, 0x90 bytes), (name, addr, time,
+        size, False) for one without, ("UNLOAD", addr, time, size, index)
+        for the UNLOAD of the index-th LOAD (from 1); samples: [(ip,
+        time)].  -> (the symbols perf script names at those times, its
+        MMAP2 count, a log)."""
         pid, t0 = self.PID, self.T0
         jd = jg.JitdumpBuilder(pid=pid)
-        cut = None
-        for k, (name, addr, t) in enumerate(first + second):
-            if k == len(first):
-                cut = len(jd.to_bytes())
-            jd.cfi_unwinding_info(addr, 0x40, timestamp=t)
-            jd.load(name.encode(), jg.x86_64_code(0x40, k + 1), addr, k + 1, timestamp=t)
+        cuts, last, nload = [], [], 0
+        for r, items in enumerate(reads):
+            if r:
+                cuts.append(len(jd.to_bytes()))
+            for it in items:
+                if it[0] == "UNLOAD":
+                    jd.unload(it[1], it[3], it[4], timestamp=it[2])
+                    continue
+                name, addr, t = it[:3]
+                size, cfi = it[3:] if len(it) > 3 else (0x40, True)
+                nload += 1
+                if cfi:
+                    jd.cfi_unwinding_info(addr, size, timestamp=t)
+                code = jg.x86_64_code(size, nload) if size >= 6 else b"\xc3" * size
+                jd.load(name.encode(), code, addr, nload, timestamp=t)
+            last.append(max(it[2] for it in items))
         whole = jd.to_bytes()
         dump = os.path.join(self.d, "jit-%d.dump" % pid)
         parts = []
-        for part in (1, 2):
+        for r in range(len(reads)):
             b = pg.PerfDataBuilder(attrs=[pg.Attr(ids=[7])], pipe=True)
             b.comm(pid, pid, "jit", t0 - 3_000_000)
             b.mmap2(pid, pid, 0x10000, 4096, 0, dump, t0 - 2_000_000, prot=5, role="marker")
-            # a sample in the first read's code, after it: it waits for
-            # the dump
-            b.sample(first[0][1] + 8, pid, pid, first[-1][2] + 1)
-            if part == 2:
+            # after each read's records, a sample that waits for the dump
+            # (so that it is read again once it grew)
+            for k in range(r + 1):
+                b.sample(0x1000, pid, pid, last[k] + 1)
+            if r == len(reads) - 1:
                 for ip, t in samples:
                     b.sample(ip, pid, pid, t)
                 b.finished_round()
             parts.append(b.to_bytes())
         out = os.path.join(self.d, "live.data")
-        err = inject_in_two_reads(self, dump, whole, cut, parts, out)
+        err = inject_in_reads(self, dump, whole, cuts, parts, out, quiet)
         r = subprocess.run([pf.PERF, "--buildid-dir", os.path.join(self.d, "debug"), "script",
-                            "-i", out, "-F", "ip,sym,dso", "--hide-call-graph"], cwd=self.d,
-                           capture_output=True, text=True, timeout=pf.TIMEOUT)
+                            "-i", out, "--ns", "-F", "time,ip,sym", "--hide-call-graph"],
+                           cwd=self.d, capture_output=True, text=True, timeout=pf.TIMEOUT)
         self.assertEqual(r.returncode, 0, r.stderr)
         r2 = subprocess.run([pf.PERF, "--buildid-dir", os.path.join(self.d, "debug"), "script",
                              "-i", out, "--show-mmap-events", "-F", "time"], cwd=self.d,
                             capture_output=True, text=True, timeout=pf.TIMEOUT)
-        self.assertGreaterEqual(r2.stdout.count("-part1-"), 1,
-                                "two reads, two sets of images:\n" + r2.stdout)
-        names = [ln.split()[1] if len(ln.split()) > 2 else "?" for ln in r.stdout.splitlines()
-                 if ln.strip()]
-        return names, r.stdout + r2.stdout + err
+        self.assertEqual(r2.returncode, 0, r2.stderr)
+        for k in range(1, len(reads)):
+            self.assertIn("-part%d-" % k, r2.stdout, "a set of images per read")
+        by_time = {}
+        for ln in r.stdout.splitlines():
+            w = ln.split()
+            if len(w) >= 3:
+                by_time[w[0].rstrip(":")] = w[2]
+        names = [by_time.get("%d.%09d" % (t // 10**9, t % 10**9), "?") for _, t in samples]
+        return names, r2.stdout.count("PERF_RECORD_MMAP2"), r.stdout + r2.stdout + err
 
     def test_later_code_over_earlier_tables(self):
         t0, p, z = self.T0, self.P, self.Z
-        got, log = self.run_reads(
+        got, _, log = self.run_reads([
             [("jit_z", z, t0), ("jit_a", p, t0 + 500_000)],
             # right after jit_a: where the first read's tables went; its
             # range never held code, so its map starts at the dump's
             # first LOAD (t0), before the first read's tables (t0 + 0.5 ms)
-            [("jit_b", p + 0x90, t0 + 2_000_000)],
+            [("jit_b", p + 0x90, t0 + 2_000_000)]],
             [(p + 0x90 + 8, t0 + 3_000_000), (p + 0x90 + 0x30, t0 + 3_100_000),
              (p + 8, t0 + 4_000_000), (z + 8, t0 + 5_000_000)])
-        self.assertEqual(got, ["jit_z", "jit_b", "jit_b", "jit_a", "jit_z"], log)
+        self.assertEqual(got, ["jit_b", "jit_b", "jit_a", "jit_z"], log)
 
     def test_later_tables_over_earlier_code(self):
         t0, p, z = self.T0, self.P, self.Z
-        got, log = self.run_reads(
+        got, _, log = self.run_reads([
             [("jit_z", z, t0), ("jit_a", p, t0 + 500_000)],
             # right below jit_a, a region of its own in the second read:
             # its tables go where jit_a is
-            [("jit_c", p - 0x90, t0 + 2_000_000)],
+            [("jit_c", p - 0x90, t0 + 2_000_000)]],
             [(p + 8, t0 + 3_000_000), (p + 0x30, t0 + 3_100_000),
              (p - 0x90 + 8, t0 + 4_000_000), (z + 8, t0 + 5_000_000)])
-        self.assertEqual(got, ["jit_z", "jit_a", "jit_a", "jit_c", "jit_z"], log)
+        self.assertEqual(got, ["jit_a", "jit_a", "jit_c", "jit_z"], log)
+
+    def test_rewrites_bounded(self):
+        """Reads that put their tables over the same code again and again
+        (here 80 one-byte functions, each read's code replacing the last
+        one's right below them): the maps written again stay within the
+        maps the reads gave, with a warning, not one more set of them
+        per read."""
+        t0, p, z = self.T0, self.P, self.Z
+        tiny = [("tiny_%d" % i, p + i, t0 + 1000 + i, 1, False) for i in range(80)]
+        reads = [[("jit_z", z, t0)] + tiny]
+        for k in range(3):
+            t = t0 + (k + 1) * 1_000_000
+            read = [("jit_c%d" % k, p - 0x90, t + 500)]
+            if k:   # the one before it is gone (LOAD indexes count from 1)
+                read.insert(0, ("UNLOAD", p - 0x90, t, 0x40, 81 + k))
+            reads.append(read)
+        # (past the bound, the tables of the third read, at jit_c0's time
+        # since that read takes jit_c0 again for its UNLOAD, hide the tiny
+        # functions from then on: the warning says so)
+        got, nmaps, log = self.run_reads(
+            reads, [(p + 8, t0 + 500_000), (p - 0x90 + 8, t0 + 3_600_000)], quiet=False)
+        self.assertEqual(got, ["tiny_8", "jit_c2"], log)
+        self.assertIn("over each other's code more than", log)
+        # the maps the reads give: jit_z's code and tables, the 80; each
+        # later read its function and tables, and from the third on the
+        # function its UNLOAD names again (a read takes it again) with
+        # its tables
+        given = 2 + 80 + 2 + 4 + 4
+        self.assertLessEqual(nmaps, 2 * given, log)
+        self.assertGreater(nmaps, given + 80, "read 2's tables: the 80 written again")
 
 
 if __name__ == "__main__":

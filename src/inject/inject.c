@@ -161,6 +161,11 @@ struct live {
 	bool ended;		/* samples no longer wait for it */
 	bool final_done;	/* read for the last time */
 	bool stale;		/* ended by --live-wait */
+	/* maps its reads queued, and those tables_under_code() wrote again:
+	 * never more than the first (the output stays within twice the
+	 * maps a dump gives, whatever its reads overlap) */
+	uint64_t maps, rewrites;
+	bool rewrites_warned;
 };
 
 #define LIVE_POLL_NS 20000000ull		/* 20 ms */
@@ -854,14 +859,24 @@ static int collect_under(struct inj *j, size_t s0, size_t s1, uint32_t live, uin
 	return 0;
 }
 
-/* Writes again at tt, in their time order, the code maps in u. */
-static int push_under(struct inj *j, struct under *u, size_t nu, uint64_t tt)
+/* Writes again at tt, in their time order, the code maps in u, within
+ * the live dump's budget. */
+static int push_under(struct inj *j, struct live *lv, struct under *u, size_t nu, uint64_t tt)
 {
 	int ret = 0;
 
 	qsort(u, nu, sizeof(*u), under_cmp);
-	for (size_t i = 0; i < nu && !ret; i++)
+	for (size_t i = 0; i < nu && !ret; i++) {
+		if (lv->rewrites >= lv->maps) {
+			if (!lv->rewrites_warned)
+				pg_warn(j->diag, "%s: its reads put unwind tables over each other's code more than %llu times; the rest left as they are (samples there may be named as a tables image)",
+					lv->path, (unsigned long long)lv->maps);
+			lv->rewrites_warned = true;
+			break;
+		}
+		lv->rewrites++;
 		ret = heap_push(j, u[i].ev.set, u[i].ev.map, tt);
+	}
 	return ret;
 }
 
@@ -877,12 +892,15 @@ static int tables_under_code(struct inj *j)
 	size_t n, s = j->nsets - 1, ntabs = j->ntabs;
 	const struct pg_elf_map *m = pg_elfset_maps(j->sets[s], &n);
 	uint32_t live = j->setinfo[s].live;
+	struct live *lv;
 	struct under *u = NULL;
 	size_t nu = 0, cap = 0;
 	int ret = 0;
 
 	if (!live)
 		return 0;
+	lv = &j->lives[live - 1];
+	lv->maps += n;
 	for (size_t k = 0; k < ntabs && !ret; k++) {
 		const struct event *e = &j->tabs[k];
 		size_t nt;
@@ -896,7 +914,7 @@ static int tables_under_code(struct inj *j)
 		ret = collect_under(j, s, s + 1, live, tm->pid, tm->start, tm->len, tt, &u, &nu,
 				    &cap);
 		if (!ret)
-			ret = push_under(j, u, nu, tt);
+			ret = push_under(j, lv, u, nu, tt);
 	}
 	for (size_t i = 0; i < n && !ret; i++) {
 		uint64_t tt, lt;
@@ -937,9 +955,9 @@ static int tables_under_code(struct inj *j)
 					u[w++] = u[k];
 			nu = w;
 		}
-		ret = push_under(j, u, below, tt);
+		ret = push_under(j, lv, u, below, tt);
 		if (!ret)
-			ret = push_under(j, u + below, nu - below, tt);
+			ret = push_under(j, lv, u + below, nu - below, tt);
 	}
 	free(u);
 	return ret;
