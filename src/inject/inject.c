@@ -865,6 +865,8 @@ static int push_under(struct inj *j, struct live *lv, struct under *u, size_t nu
 {
 	int ret = 0;
 
+	if (!nu)	/* (u may be NULL then) */
+		return 0;
 	qsort(u, nu, sizeof(*u), under_cmp);
 	for (size_t i = 0; i < nu && !ret; i++) {
 		if (lv->rewrites >= lv->maps) {
@@ -943,9 +945,10 @@ static int tables_under_code(struct inj *j)
 		}
 		if (ret)
 			break;
+		if (!below)	/* nothing under it (and u may be NULL) */
+			continue;
 		/* (a map of this set over two of those is taken twice: once is
 		 * enough, and the sort puts the copies side by side) */
-		qsort(u, below, sizeof(*u), under_cmp);
 		qsort(u + below, nu - below, sizeof(*u), under_cmp);
 		{
 			size_t w = below;
