@@ -803,12 +803,12 @@ static int rehide_anons(struct inj *j, uint32_t pid)
  * the script's image).  So each code map under a tables map and not
  * after it is written again at the tables map's time, after it, in its
  * own time order: perf's maps under the tables are then what they were
- * before the tables came (a map written again covers its whole range:
- * a newer map beside the tables that overlaps it, code reused across
- * reads, would be hidden; not met so far).  The tables' addresses then
- * read as that code's image, which costs the tables' image its
- * unwinding there (perf falls back to frame pointers) but never names a
- * sample wrongly. */
+ * before the tables came.  The tables' addresses then read as that
+ * code's image, which costs the tables' image its unwinding there (perf
+ * falls back to frame pointers).  Not handled, and not met so far: a map
+ * written again covers its whole range, so a newer map beside the tables
+ * that overlaps it (code reused across reads) is hidden; and a tables
+ * map that rehide_anons() writes again later hides such code again. */
 
 struct under {
 	uint64_t time;	/* the code map's own */
@@ -828,12 +828,13 @@ static int under_cmp(const void *a, const void *b)
 
 /* Collects into *u the code maps of pid under [start, start + len) that
  * start at tt or before, in the sets among [s0, s1) that are reads of
- * the live dump live. */
+ * the live dump live; no more once *nu passes limit (the group is then
+ * over the budget: push_under() writes none of it). */
 static int collect_under(struct inj *j, size_t s0, size_t s1, uint32_t live, uint32_t pid,
-			 uint64_t start, uint64_t len, uint64_t tt, struct under **u, size_t *nu,
-			 size_t *cap)
+			 uint64_t start, uint64_t len, uint64_t tt, size_t limit,
+			 struct under **u, size_t *nu, size_t *cap)
 {
-	for (size_t s = s0; s < s1; s++) {
+	for (size_t s = s0; s < s1 && *nu <= limit; s++) {
 		const struct setinfo *si = &j->setinfo[s];
 		size_t n;
 		const struct pg_elf_map *m = pg_elfset_maps(j->sets[s], &n);
@@ -841,7 +842,7 @@ static int collect_under(struct inj *j, size_t s0, size_t s1, uint32_t live, uin
 		if (!n || si->live != live || (!si->mixed && si->pid != pid) ||
 		    !overlaps(si->lo, si->hi - si->lo, start, len))
 			continue;
-		for (size_t i = 0; i < n; i++) {
+		for (size_t i = 0; i < n && *nu <= limit; i++) {
 			uint64_t t, lt;
 
 			if (m[i].kind == PG_ELF_MAP_TABLES || m[i].pid != pid ||
@@ -859,36 +860,51 @@ static int collect_under(struct inj *j, size_t s0, size_t s1, uint32_t live, uin
 	return 0;
 }
 
-/* Writes again at tt, in their time order, the code maps in u, within
- * the live dump's budget. */
+/* The rewrites the live dump's budget has left. */
+static size_t budget_left(const struct live *lv)
+{
+	uint64_t left = lv->maps - lv->rewrites;	/* rewrites <= maps */
+
+	return left > SIZE_MAX - 1 ? SIZE_MAX - 1 : (size_t)left;
+}
+
+/* Writes again at tt the code maps in u (a map found twice once), in
+ * their time order, an earlier read's first at one time: perf's maps
+ * under the tables are then as they were.  All of them within the live
+ * dump's budget, or none: half a group could let an older map hide a
+ * newer one. */
 static int push_under(struct inj *j, struct live *lv, struct under *u, size_t nu, uint64_t tt)
 {
+	size_t w = 0;
 	int ret = 0;
 
 	if (!nu)	/* (u may be NULL then) */
 		return 0;
 	qsort(u, nu, sizeof(*u), under_cmp);
-	for (size_t i = 0; i < nu && !ret; i++) {
-		if (lv->rewrites >= lv->maps) {
-			if (!lv->rewrites_warned)
-				pg_warn(j->diag, "%s: its reads put unwind tables over each other's code more than %llu times; the rest left as they are (samples there may be named as a tables image)",
-					lv->path, (unsigned long long)lv->maps);
-			lv->rewrites_warned = true;
-			break;
-		}
-		lv->rewrites++;
-		ret = heap_push(j, u[i].ev.set, u[i].ev.map, tt);
+	for (size_t i = 0; i < nu; i++)	/* copies are side by side now */
+		if (!w || under_cmp(&u[w - 1], &u[i]))
+			u[w++] = u[i];
+	if (w > budget_left(lv)) {
+		if (!lv->rewrites_warned)
+			pg_warn(j->diag, "%s: its reads put unwind tables over each other's code more than %llu times; the rest left as they are (samples there may be named as a tables image)",
+				lv->path, (unsigned long long)lv->maps);
+		lv->rewrites_warned = true;
+		return 0;
 	}
+	lv->rewrites += w;
+	for (size_t i = 0; i < w && !ret; i++)
+		ret = heap_push(j, u[i].ev.set, u[i].ev.map, tt);
 	return ret;
 }
 
 /* For a read of a live dump (another dump, even of the same pid, is
  * another process's or is read whole): the last set's code under
- * earlier reads' tables, and its tables over earlier reads' code (then
- * also its own code over that code, which the rewrite must not hide).
- * Earlier reads' tables are few (one map per image); finding the code
- * under a new tables map scans the earlier reads' maps, as a read scans
- * the dump from its start anyway. */
+ * earlier reads' tables, and its tables over earlier reads' code, with
+ * its own code over that code (the rewrite must not hide it).  Earlier
+ * reads' tables are few (one map per image); finding the code under a
+ * new tables map scans the earlier reads' maps.  That is within the
+ * read's time, which spaces the reads (poll_live), as the read's parse
+ * of the dump from its start is. */
 static int tables_under_code(struct inj *j)
 {
 	size_t n, s = j->nsets - 1, ntabs = j->ntabs;
@@ -913,8 +929,8 @@ static int tables_under_code(struct inj *j)
 			continue;
 		map_times(j, e->set, e->map, &tt, &lt);
 		nu = 0;
-		ret = collect_under(j, s, s + 1, live, tm->pid, tm->start, tm->len, tt, &u, &nu,
-				    &cap);
+		ret = collect_under(j, s, s + 1, live, tm->pid, tm->start, tm->len, tt,
+				    budget_left(lv), &u, &nu, &cap);
 		if (!ret)
 			ret = push_under(j, lv, u, nu, tt);
 	}
@@ -931,8 +947,8 @@ static int tables_under_code(struct inj *j)
 		j->tabs[j->ntabs++] = (struct event){ (uint32_t)s, (uint32_t)i };
 		map_times(j, s, i, &tt, &lt);
 		nu = 0;
-		ret = collect_under(j, 0, s, live, m[i].pid, m[i].start, m[i].len, tt, &u, &nu,
-				    &cap);
+		ret = collect_under(j, 0, s, live, m[i].pid, m[i].start, m[i].len, tt,
+				    budget_left(lv), &u, &nu, &cap);
 		below = nu;
 		/* this set's code over the code written again */
 		for (size_t k = 0; k < below && !ret; k++) {
@@ -940,27 +956,11 @@ static int tables_under_code(struct inj *j)
 			size_t ne;
 			const struct pg_elf_map *em = &pg_elfset_maps(j->sets[e->set], &ne)[e->map];
 
-			ret = collect_under(j, s, s + 1, live, em->pid, em->start, em->len, tt, &u,
-					    &nu, &cap);
+			ret = collect_under(j, s, s + 1, live, em->pid, em->start, em->len, tt,
+					    budget_left(lv), &u, &nu, &cap);
 		}
-		if (ret)
-			break;
-		if (!below)	/* nothing under it (and u may be NULL) */
-			continue;
-		/* (a map of this set over two of those is taken twice: once is
-		 * enough, and the sort puts the copies side by side) */
-		qsort(u + below, nu - below, sizeof(*u), under_cmp);
-		{
-			size_t w = below;
-
-			for (size_t k = below; k < nu; k++)
-				if (w == below || under_cmp(&u[w - 1], &u[k]))
-					u[w++] = u[k];
-			nu = w;
-		}
-		ret = push_under(j, lv, u, below, tt);
-		if (!ret)
-			ret = push_under(j, lv, u + below, nu - below, tt);
+		if (!ret && below)
+			ret = push_under(j, lv, u, nu, tt);
 	}
 	free(u);
 	return ret;
