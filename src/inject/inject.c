@@ -184,11 +184,9 @@ struct setinfo {
 	uint32_t nbids;		/* those with a build-id entry */
 	bool arch;		/* its times are TSC */
 	uint32_t live;		/* a live dump's read: 1 + its index in lives */
-	/* where its maps lie and whose they are (mixed: of several pids),
-	 * so that tables_under_code() skips the sets that cannot matter */
+	/* a live read's: where its maps lie, so that tables_under_code()
+	 * skips the reads that cannot matter */
 	uint64_t lo, hi;
-	uint32_t pid;
-	bool mixed;
 };
 
 struct deferred {
@@ -719,20 +717,6 @@ static int queue_maps(struct inj *j, struct pidinfo *pi, size_t *nevs)
 				ep->early_hi = m[i].start + m[i].len;
 		}
 		j->st->carried += m[i].kind == PG_ELF_MAP_CARRY;
-		{
-			struct setinfo *si = &j->setinfo[s];
-			uint64_t end = m[i].start + m[i].len < m[i].start ? UINT64_MAX
-									 : m[i].start + m[i].len;
-
-			if (!i) {
-				si->lo = m[i].start;
-				si->hi = end;
-				si->pid = m[i].pid;
-			}
-			si->lo = m[i].start < si->lo ? m[i].start : si->lo;
-			si->hi = end > si->hi ? end : si->hi;
-			si->mixed |= m[i].pid != si->pid;
-		}
 	}
 	*nevs = n;
 	return 0;
@@ -839,8 +823,7 @@ static int collect_under(struct inj *j, size_t s0, size_t s1, uint32_t live, uin
 		size_t n;
 		const struct pg_elf_map *m = pg_elfset_maps(j->sets[s], &n);
 
-		if (!n || si->live != live || (!si->mixed && si->pid != pid) ||
-		    !overlaps(si->lo, si->hi - si->lo, start, len))
+		if (!n || si->live != live || !overlaps(si->lo, si->hi - si->lo, start, len))
 			continue;
 		for (size_t i = 0; i < n && *nu <= limit; i++) {
 			uint64_t t, lt;
@@ -919,6 +902,14 @@ static int tables_under_code(struct inj *j)
 		return 0;
 	lv = &j->lives[live - 1];
 	lv->maps += n;
+	for (size_t i = 0; i < n; i++) {
+		struct setinfo *si = &j->setinfo[s];
+		uint64_t end = m[i].start + m[i].len < m[i].start ? UINT64_MAX
+								 : m[i].start + m[i].len;
+
+		si->lo = !i || m[i].start < si->lo ? m[i].start : si->lo;
+		si->hi = !i || end > si->hi ? end : si->hi;
+	}
 	for (size_t k = 0; k < ntabs && !ret; k++) {
 		const struct event *e = &j->tabs[k];
 		size_t nt;
