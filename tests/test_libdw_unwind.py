@@ -64,6 +64,7 @@ import glob
 import os
 import re
 import shutil
+import struct
 import sys
 import tempfile
 import unittest
@@ -71,6 +72,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import perf_fixture as pf  # noqa: E402
+import perfdata_gen as pdg  # noqa: E402
 
 TOOL = os.path.join(os.path.dirname(os.path.abspath(pf.PERFGRAFT)), "tests",
                     "libdw_unwind")
@@ -252,34 +254,29 @@ class Native(_Recording):
 
 def zero_dyn_size(buf, n):
     """Sets dyn_size to 0 in the first n samples with a non-empty user
-    stack copy of a perf.data file (little-endian, one attr, no
-    PERF_SAMPLE_REGS_INTR); returns their (tid, "sec.nsec") keys.
-    dyn_size is the stack copy's last word, followed only by the
-    fixed-size fields after STACK_USER (perf record --call-graph dwarf
-    adds DATA_SRC)."""
-    u64 = lambda o: int.from_bytes(buf[o:o + 8], "little")  # noqa: E731
-    assert buf[:8] == b"PERFILE2"
-    attr_off, attr_size, attrs_size = u64(24), u64(16), u64(32)
-    data_off, data_size = u64(40), u64(48)
-    assert attrs_size == attr_size, "one attr"
-    st = u64(attr_off + 24)  # after type, size, config, sample_period
+    stack copy of a perf.data file (one attr, no PERF_SAMPLE_REGS_INTR);
+    returns their (tid, "sec.nsec") keys.  dyn_size is the stack copy's
+    last word, followed only by the fixed-size fields after STACK_USER
+    (perf record --call-graph dwarf adds DATA_SRC)."""
+    P = pdg.parse(bytes(buf))
+    assert len(P.attrs) == 1, "one attr"
+    st = P.attrs[0]["sample_type"]
     assert st & (1 << 13) and not st & (1 << 18), "sample_type %#x" % st
     assert st & 7 == 7, "IP, TID and TIME lead (sample_type %#x)" % st
-    tail = 8 * sum(1 for bit in (14, 15, 17, 19, 20, 21, 22, 24) if st >> bit & 1)
     assert st >> 25 == 0, "sample_type %#x" % st
+    tail = 8 * sum(1 for bit in (14, 15, 17, 19, 20, 21, 22, 24) if st >> bit & 1)
     lead = 8 if st & (1 << 16) else 0  # IDENTIFIER
-    keys, pos, end = [], data_off, data_off + data_size
-    while pos < end and len(keys) < n:
-        typ = int.from_bytes(buf[pos:pos + 4], "little")
-        size = int.from_bytes(buf[pos + 6:pos + 8], "little")
-        assert size >= 8
-        dyn = pos + size - tail - 8
-        if typ == 9 and u64(dyn):
-            tid = u64(pos + 8 + lead + 8) >> 32
-            t = u64(pos + 8 + lead + 16)
-            buf[dyn:dyn + 8] = bytes(8)
-            keys.append((tid, "%d.%09d" % (t // 10**9, t % 10**9)))
-        pos += size
+    keys = []
+    for r in P.records:
+        if len(keys) == n:
+            break
+        dyn = r["offset"] + r["size"] - tail - 8
+        if r["type"] != pdg.PERF_RECORD_SAMPLE or not any(buf[dyn:dyn + 8]):
+            continue
+        tid = struct.unpack_from(P.bo + "I", r["data"], 8 + lead + 12)[0]
+        t = struct.unpack_from(P.bo + "Q", r["data"], 8 + lead + 16)[0]
+        buf[dyn:dyn + 8] = bytes(8)
+        keys.append((tid, "%d.%09d" % (t // 10**9, t % 10**9)))
     return keys
 
 
