@@ -25,6 +25,12 @@
  *   5    the packed layout (else the default, memory)
  *   6    per_function
  *   7    --cfi-layout perf-5.19 and plain (uncompressed) DWARF sections
+ * A DUMP may hold the 8 bytes "JITCUT::": in pipe mode (bit 2) only what
+ * comes before the first is written at first, and each time inject looks
+ * at the live dump again (src/inject/livehook.h) the next piece is
+ * appended, all that is left on its last look, so that the run reads the
+ * dump in several parts as when its JIT writes on (up to MAX_CUTS); in
+ * file mode the pieces are written together, without the separators.
  * Everything the run writes is removed after it (the scratch directory is
  * emptied, image directories too); the stats' image_dir is freed.  With
  * FUZZ_INJECT_VERBOSE in the environment each run prints what it did
@@ -45,17 +51,21 @@
 #include <sys/stat.h>
 
 #include <perfgraft/inject.h>
+#include "inject/livehook.h"
 #include "fuzz_tmpdir.h"
 #include "fuzz_touch.h"
 
 #define SEP "JITDUMP:"
 #define SEP_LEN 8
 #define MAX_DUMPS 4
+#define CUT "JITCUT::"
+#define CUT_LEN 8
+#define MAX_CUTS 16
 #define PATH_LEN (sizeof(fuzz_tmpdir) + 64)
 
-static int write_file(const char *path, const uint8_t *d, size_t n)
+static int write_flags(const char *path, const uint8_t *d, size_t n, int how)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | how, 0600);
 	ssize_t w = 0;
 
 	if (fd < 0)
@@ -64,6 +74,63 @@ static int write_file(const char *path, const uint8_t *d, size_t n)
 		w = write(fd, d, n);
 	close(fd);
 	return w == (ssize_t)n ? 0 : -1;
+}
+
+static int write_file(const char *path, const uint8_t *d, size_t n)
+{
+	return write_flags(path, d, n, O_TRUNC);
+}
+
+/* A dump's pieces not yet written (JITCUT::), for the live hook. */
+static struct grow {
+	dev_t dev;
+	ino_t ino;
+	const uint8_t *piece[MAX_CUTS];
+	size_t len[MAX_CUTS];
+	unsigned n, next;
+} grows[MAX_DUMPS];
+static size_t ngrows;
+
+/* Splits a dump at its JITCUT:: separators into g (pieces, at most
+ * MAX_CUTS: the last takes the rest, separators and all). */
+static void split_dump(struct grow *g, const uint8_t *d, size_t n)
+{
+	const uint8_t *end = d + n;
+
+	memset(g, 0, sizeof(*g));
+	while (g->n < MAX_CUTS) {
+		const uint8_t *c = g->n + 1 < MAX_CUTS ?
+			memmem(d, (size_t)(end - d), CUT, CUT_LEN) : NULL;
+
+		g->piece[g->n] = d;
+		g->len[g->n++] = (size_t)((c ? c : end) - d);
+		if (!c)
+			break;
+		d = c + CUT_LEN;
+	}
+}
+
+/* pg_inject_live_hook: the dump at path grows by its next piece, by all
+ * of them at its last look. */
+static void grow_dump(const char *path, bool final)
+{
+	struct stat sb;
+
+	if (stat(path, &sb) != 0)
+		return;
+	for (size_t i = 0; i < ngrows; i++) {
+		struct grow *g = &grows[i];
+
+		if (g->dev != sb.st_dev || g->ino != sb.st_ino)
+			continue;
+		while (g->next < g->n) {
+			(void)write_flags(path, g->piece[g->next], g->len[g->next], O_APPEND);
+			g->next++;
+			if (!final)
+				break;
+		}
+		return;
+	}
 }
 
 /* The pid a jitdump header names (magic, version, size, elf_mach, pad1,
@@ -166,6 +233,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	verbose = getenv("FUZZ_INJECT_VERBOSE") != NULL;
+	pg_inject_live_hook = grow_dump;
 	fuzz_tmpdir_make("fuzz_inject", "nothing to fuzz");
 	return 0;
 }
@@ -186,6 +254,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	unsigned mode;
 	int ret;
 
+	ngrows = 0;
 	if (!fuzz_have_tmpdir || size < 1)
 		return 0;
 	flags = data[0];
@@ -210,12 +279,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		char *p = dumps[ndumps];
 		struct stat sb;
 
+		struct grow *g = &grows[ndumps];
+		int bad = 0;
+
 		snprintf(p, PATH_LEN, "%s/jit-%u.dump", fuzz_tmpdir, pid);
 		if (stat(p, &sb) == 0)
 			snprintf(p, PATH_LEN, "%s/jit-%zu-%u.dump", fuzz_tmpdir, ndumps, pid);
-		if (write_file(p, part, n))
+		split_dump(g, part, n);
+		/* pipe mode: the first piece now, the rest as inject looks again */
+		g->next = flags & 4 ? 1 : g->n;
+		bad |= write_file(p, g->piece[0], g->len[0]);
+		for (unsigned k = 1; k < g->next; k++)
+			bad |= write_flags(p, g->piece[k], g->len[k], O_APPEND);
+		if (bad || stat(p, &sb) != 0)
 			goto out;
+		g->dev = sb.st_dev;
+		g->ino = sb.st_ino;
 		dump_list[ndumps++] = p;
+		ngrows = ndumps;
 		part = s && ndumps < MAX_DUMPS ? s + SEP_LEN : NULL;
 	}
 
@@ -256,12 +337,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	restore(STDOUT_FILENO, saved_out);
 	restore(STDIN_FILENO, saved_in);
 	if (verbose)	/* what a seed reaches */
-		fprintf(stderr, "fuzz_inject: flags 0x%02x, %zu dumps: %s; %llu dumps (%llu failed), %llu LOAD, %llu MOVE, %llu images, %llu carried, %llu records out\n",
+		fprintf(stderr, "fuzz_inject: flags 0x%02x, %zu dumps: %s; %llu dumps (%llu failed), %llu LOAD, %llu MOVE, %llu images, %llu carried, %llu records out, %llu live reads\n",
 			flags, ndumps, ret < 0 ? diag.err : "ok",
 			(unsigned long long)st.dumps, (unsigned long long)st.dumps_failed,
 			(unsigned long long)st.loads, (unsigned long long)st.moves,
 			(unsigned long long)st.images, (unsigned long long)st.carried,
-			(unsigned long long)st.records_out);
+			(unsigned long long)st.records_out, (unsigned long long)st.live_reads);
 	free(st.image_dir);
 out:
 	remove_dir(img);

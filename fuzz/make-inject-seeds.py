@@ -24,6 +24,7 @@ import jitdump_gen as J  # noqa: E402
 import perfdata_gen as G  # noqa: E402
 
 SEP = b"JITDUMP:"
+CUT = b"JITCUT::"                # a live dump's pieces (pipe mode)
 PID = G.PID
 T = G.T0
 T2 = G.GEN2_TIME + 5000          # in the dump's second generation
@@ -210,6 +211,74 @@ def seeds():
     b.sample(NODE_IP, PID, PID, T + 20_000, stack=stack(G.JIT_BASE + 0x48, 0))
     b.finished_round()
     out["14-found-waiting-dump-warns"] = seed(OUT_FILE, b.to_bytes(), d.to_bytes())
+
+    # 15-18: a pipe read from standard input while the dump grows: its
+    # pieces (CUT) are appended one a look (see fuzz_inject.c), so each
+    # read finds more; after the first piece an empty one, since the look
+    # that finds the dump (its marker) appends one before it reads
+    z, p = 0x7F0000400000, 0x7F0000200000
+
+    def live(reads, samples, attr=None, flags=STDIN | OUT_STDOUT):
+        """reads as LiveTables' in tests/test_inject_live.py: per read,
+        (name, addr, time[, size, cfi]) LOADs, ("UNLOAD", addr, time, size,
+        index) and ("MOVE", index, old, new, size, time); a sample after
+        each read's records waits for the next read."""
+        d = J.JitdumpBuilder(pid=PID, timestamp=T)
+        pieces, last, nload, start = [], [], 0, 0
+        for items in reads:
+            for it in items:
+                if it[0] == "UNLOAD":
+                    d.unload(it[1], it[3], it[4], timestamp=it[2])
+                    continue
+                if it[0] == "MOVE":
+                    d.move(it[1], it[2], it[3], it[4], timestamp=it[5])
+                    continue
+                name, addr, t = it[:3]
+                size, cfi = it[3:] if len(it) > 3 else (0x40, True)
+                nload += 1
+                if cfi:
+                    d.cfi_unwinding_info(addr, size, timestamp=t)
+                code = J.x86_64_code(size, nload) if size >= 6 else b"\xc3" * size
+                d.load(name.encode(), code, addr, nload, timestamp=t)
+            whole = d.to_bytes()
+            pieces.append(whole[start:])
+            start = len(whole)
+            last.append(max(it[2] if it[0] != "MOVE" else it[5] for it in items))
+        b = G.PerfDataBuilder(attrs=[attr or G.Attr(ids=[7])], pipe=True)
+        b.comm(PID, PID, "jit", T - 3000)
+        marker(b, t=T - 2000)
+        for t in last:
+            b.sample(0x1000, PID, PID, t + 1, **({"stack": stack(0)} if attr else {}))
+        for ip, t, *st in samples:
+            b.sample(ip, PID, PID, t, **({"stack": stack(*st[0])} if st else {}))
+        b.finished_round()
+        return seed(flags, b.to_bytes(), CUT.join(pieces[:1] + [b""] + pieces[1:]))
+
+    out["15-live-code-over-tables"] = live(
+        [[("jit_z", z, T), ("jit_a", p, T + 500)], [("jit_b", p + 0x90, T + 2000)]],
+        [(p + 0x98, T + 3000), (p + 8, T + 4000), (z + 8, T + 5000)])
+    out["16-live-tables-over-code"] = live(
+        [[("jit_z", z, T), ("jit_a", p, T + 500)], [("jit_c", p - 0x90, T + 2000)]],
+        [(p + 8, T + 3000), (p - 0x88, T + 4000)], flags=STDIN | OUT_DEVNULL)
+    tiny = [("tiny_%d" % i, p + i, T + 100 + i, 1, False) for i in range(12)]
+    reads = [[("jit_z", z, T)] + tiny]
+    for k in range(3):
+        t = T + (k + 1) * 1000
+        read = [("jit_c%d" % k, p - 0x90, t + 50)]
+        if k:
+            read.insert(0, ("UNLOAD", p - 0x90, t, 0x40, 13 + k))
+        reads.append(read)
+    out["17-live-rewrites"] = live(reads, [(p + 3, T + 9000)])
+    # a MOVE and an UNLOAD of the first read's code in the second, under
+    # user stacks (every live function carried), packed and memory
+    reads = [[("jit_a", p, T), ("jit_b", p + 0x200, T + 100)],
+             [("MOVE", 1, p, p + 0x1000, 0x40, T + 1000),
+              ("UNLOAD", p + 0x200, T + 1100, 0x40, 2),
+              ("jit_c", p + 0x200, T + 1200)]]
+    smp = [(p + 0x1008, T + 2000, [p + 0x208, p + 8]), (p + 0x208, T + 2100, [p + 0x1010])]
+    out["18-live-move-carry"] = live(reads, smp, attr=G.dwarf_attr(ids=[7]))
+    out["19-live-move-packed"] = live(reads, smp, attr=G.dwarf_attr(ids=[7]),
+                                      flags=STDIN | OUT_DEVNULL | PACKED)
     return out
 
 

@@ -23,6 +23,7 @@
 #include <perfgraft/perfdata.h>
 #include "inject/bidcache.h"
 #include "inject/discover.h"
+#include "inject/livehook.h"
 #include "inject/sample.h"
 #include "util/util.h"
 
@@ -167,6 +168,8 @@ struct live {
 	uint64_t maps, rewrites;
 	bool rewrites_warned;
 };
+
+void (*pg_inject_live_hook)(const char *path, bool final);
 
 #define LIVE_POLL_NS 20000000ull		/* 20 ms */
 #define LIVE_POLL_SHARE 8
@@ -1287,7 +1290,9 @@ static int poll_live(struct inj *j, struct live *lv, bool final)
 
 	if (lv->final_done)
 		return 0;
-	if (!final) {
+	if (pg_inject_live_hook)
+		pg_inject_live_hook(lv->path, final);
+	else if (!final) {
 		t = now_ns(CLOCK_MONOTONIC);
 		if (lv->last_poll && t - lv->last_poll < lv->interval)
 			return 0;
