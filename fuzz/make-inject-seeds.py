@@ -218,11 +218,12 @@ def seeds():
     # that finds the dump (its marker) appends one before it reads
     z, p = 0x7F0000400000, 0x7F0000200000
 
-    def live(reads, samples, attr=None, flags=STDIN | OUT_STDOUT):
+    def live(reads, samples, attr=None, flags=STDIN | OUT_STDOUT, anon=None):
         """reads as LiveTables' in tests/test_inject_live.py: per read,
         (name, addr, time[, size, cfi]) LOADs, ("UNLOAD", addr, time, size,
         index) and ("MOVE", index, old, new, size, time); a sample after
-        each read's records waits for the next read."""
+        each read's records waits for the next read; anon: (start, len,
+        time) of an executable anonymous map before the marker."""
         d = J.JitdumpBuilder(pid=PID, timestamp=T)
         pieces, last, nload, start = [], [], 0, 0
         for items in reads:
@@ -246,6 +247,8 @@ def seeds():
             last.append(max(it[2] if it[0] != "MOVE" else it[5] for it in items))
         b = G.PerfDataBuilder(attrs=[attr or G.Attr(ids=[7])], pipe=True)
         b.comm(PID, PID, "jit", T - 3000)
+        if anon:
+            b.mmap2(PID, PID, anon[0], anon[1], anon[0], "//anon", anon[2], prot=5)
         marker(b, t=T - 2000)
         for t in last:
             b.sample(0x1000, PID, PID, t + 1, **({"stack": stack(0)} if attr else {}))
@@ -260,6 +263,11 @@ def seeds():
     out["16-live-tables-over-code"] = live(
         [[("jit_z", z, T), ("jit_a", p, T + 500)], [("jit_c", p - 0x90, T + 2000)]],
         [(p + 8, T + 3000), (p - 0x88, T + 4000)], flags=STDIN | OUT_DEVNULL)
+    # 16 under the JIT's anonymous map, which came before the marker: the
+    # second read's tables written again at its time (rehide_anons)
+    out["20-live-tables-under-anon"] = live(
+        [[("jit_z", z, T), ("jit_a", p, T + 500)], [("jit_c", p - 0x90, T + 2000)]],
+        [(p + 8, T + 3000), (p - 0x88, T + 4000)], anon=(p - 0x1000, 0x2000, T + 2500))
     tiny = [("tiny_%d" % i, p + i, T + 100 + i, 1, False) for i in range(12)]
     reads = [[("jit_z", z, T)] + tiny]
     for k in range(3):

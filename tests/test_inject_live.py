@@ -385,14 +385,15 @@ class LiveTables(unittest.TestCase):
         self.d = tempfile.mkdtemp(prefix="pg-live-tables-")
         self.addCleanup(shutil.rmtree, self.d, True)
 
-    def run_reads(self, reads, samples, quiet=True):
+    def run_reads(self, reads, samples, quiet=True, anon=None):
         """reads: what the dump holds at each read, in turn: (name, addr,
         time) for a 0x40-byte function with CFI (V8's layout: its LOAD's
         map covers its code and its CFI, 0x90 bytes), (name, addr, time,
         size, False) for one without, ("UNLOAD", addr, time, size, index)
         for the UNLOAD of the index-th LOAD (from 1); samples: [(ip,
-        time)].  -> (the symbols perf script names at those times, its
-        MMAP2 count, a log)."""
+        time)]; anon: (start, len, time) of an executable anonymous map
+        that comes before the dump's marker.  -> (the symbols perf script
+        names at those times, its MMAP2 count, a log)."""
         pid, t0 = self.PID, self.T0
         jd = jg.JitdumpBuilder(pid=pid)
         cuts, last, nload = [], [], 0
@@ -417,6 +418,8 @@ class LiveTables(unittest.TestCase):
         for r in range(len(reads)):
             b = pg.PerfDataBuilder(attrs=[pg.Attr(ids=[7])], pipe=True)
             b.comm(pid, pid, "jit", t0 - 3_000_000)
+            if anon:
+                b.mmap2(pid, pid, anon[0], anon[1], anon[0], "//anon", anon[2], prot=5)
             b.mmap2(pid, pid, 0x10000, 4096, 0, dump, t0 - 2_000_000, prot=5, role="marker")
             # after each read's records, a sample that waits for the dump
             # (so that it is read again once it grew)
@@ -465,6 +468,21 @@ class LiveTables(unittest.TestCase):
             [("jit_c", p - 0x90, t0 + 2_000_000)]],
             [(p + 8, t0 + 3_000_000), (p + 0x30, t0 + 3_100_000),
              (p - 0x90 + 8, t0 + 4_000_000), (z + 8, t0 + 5_000_000)])
+        self.assertEqual(got, ["jit_a", "jit_a", "jit_c", "jit_z"], log)
+
+    def test_tables_over_code_under_an_anon_map(self):
+        """The JIT's executable anonymous map over both reads' code went
+        out before the dump's marker (a pipe's records from several
+        CPUs): each read's maps under it are written again at its time
+        (rehide_anons), the second read's tables among them, which must
+        not hide the first read's code there either."""
+        t0, p, z = self.T0, self.P, self.Z
+        got, _, log = self.run_reads([
+            [("jit_z", z, t0), ("jit_a", p, t0 + 500_000)],
+            [("jit_c", p - 0x90, t0 + 2_000_000)]],
+            [(p + 8, t0 + 3_000_000), (p + 0x30, t0 + 3_100_000),
+             (p - 0x90 + 8, t0 + 4_000_000), (z + 8, t0 + 5_000_000)],
+            anon=(p - 0x1000, 0x2000, t0 + 2_500_000))
         self.assertEqual(got, ["jit_a", "jit_a", "jit_c", "jit_z"], log)
 
     def test_rewrites_bounded(self):

@@ -36,6 +36,13 @@ struct event {			/* an MMAP2 to inject: a set's map (its time the key's) */
 	uint32_t set, map;	/* index into inj->sets, into its maps */
 };
 
+/* An unwind-tables map of a live dump's read, and a time it is written
+ * at (its own, or an anonymous map's: rehide_anons), in inj->tabs. */
+struct tab {
+	struct event ev;
+	uint64_t time;
+};
+
 struct pidinfo {
 	uint32_t pid;
 	uint64_t first_load;	/* anon maps of pid after this are dropped */
@@ -76,7 +83,7 @@ struct inj {
 	uint32_t *freeslots;
 	size_t nfree, free_cap;
 	/* every set's unwind-tables maps, for tables_under_code() */
-	struct event *tabs;
+	struct tab *tabs;
 	size_t ntabs, tabs_cap;
 	/* the images written: each set's own (pg_elfset_image), their
 	 * absolute paths made in path when needed (nothing kept by image: a
@@ -750,6 +757,7 @@ static int push_staged(struct inj *j, size_t n)
 }
 
 static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen);
+static int tables_written(struct inj *j, size_t s, size_t i, uint64_t t);
 
 /* The last set's maps under an executable anonymous map the output has
  * already (pidinfo.anons) and older than it: written again at its time,
@@ -773,6 +781,9 @@ static int rehide_anons(struct inj *j, uint32_t pid)
 			if (m[i].pid == pid && t <= pi->anons[a].time &&
 			    overlaps(m[i].start, m[i].len, pi->anons[a].start, pi->anons[a].len)) {
 				ret = heap_push(j, (uint32_t)s, (uint32_t)i, pi->anons[a].time);
+				/* tables written again must not hide code again */
+				if (!ret && m[i].kind == PG_ELF_MAP_TABLES)
+					ret = tables_written(j, s, i, pi->anons[a].time);
 				j->st->early++;
 			}
 		}
@@ -792,10 +803,11 @@ static int rehide_anons(struct inj *j, uint32_t pid)
  * own time order: perf's maps under the tables are then what they were
  * before the tables came.  The tables' addresses then read as that
  * code's image, which costs the tables' image its unwinding there (perf
- * falls back to frame pointers).  Not handled, and not met so far: a map
+ * falls back to frame pointers).  A tables map that rehide_anons()
+ * writes again, at an anonymous map's time, is followed by that code
+ * again too (tables_written).  Not handled, and not met so far: a map
  * written again covers its whole range, so a newer map beside the tables
- * that overlaps it (code reused across reads) is hidden; and a tables
- * map that rehide_anons() writes again later hides such code again. */
+ * that overlaps it (code reused across reads) is hidden. */
 
 struct under {
 	uint64_t time;	/* the code map's own */
@@ -883,14 +895,71 @@ static int push_under(struct inj *j, struct live *lv, struct under *u, size_t nu
 	return ret;
 }
 
+/* A read of a live dump: its maps count in the dump's budget, and where
+ * they lie bounds the reads tables_written() and tables_under_code()
+ * look at.  Before rehide_anons(), which may write tables again. */
+static void live_set(struct inj *j)
+{
+	size_t n, s = j->nsets - 1;
+	const struct pg_elf_map *m = pg_elfset_maps(j->sets[s], &n);
+	struct setinfo *si = &j->setinfo[s];
+
+	if (!si->live)
+		return;
+	j->lives[si->live - 1].maps += n;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t end = m[i].start + m[i].len < m[i].start ? UINT64_MAX
+								 : m[i].start + m[i].len;
+
+		si->lo = !i || m[i].start < si->lo ? m[i].start : si->lo;
+		si->hi = !i || end > si->hi ? end : si->hi;
+	}
+}
+
+/* The last set's tables map i, written at t (its own time, or an
+ * anonymous map's): noted for later reads' code under it, and the
+ * earlier reads' code under it written again at t, with this read's
+ * own code over that code (the rewrite must not hide it). */
+static int tables_written(struct inj *j, size_t s, size_t i, uint64_t t)
+{
+	uint32_t live = j->setinfo[s].live;
+	size_t n, nu = 0, cap = 0, below;
+	const struct pg_elf_map *m = pg_elfset_maps(j->sets[s], &n);
+	struct under *u = NULL;
+	struct live *lv;
+	int ret;
+
+	if (!live)
+		return 0;
+	lv = &j->lives[live - 1];
+	if (!pg_grow((void **)&j->tabs, &j->tabs_cap, j->ntabs + 1, sizeof(*j->tabs)))
+		return pg_err(j->diag, -ENOMEM, "out of memory");
+	j->tabs[j->ntabs++] = (struct tab){ { (uint32_t)s, (uint32_t)i }, t };
+	ret = collect_under(j, 0, s, live, m[i].pid, m[i].start, m[i].len, t,
+			    budget_left(lv), &u, &nu, &cap);
+	below = nu;
+	for (size_t k = 0; k < below && !ret; k++) {
+		const struct event *e = &u[k].ev;
+		size_t ne;
+		const struct pg_elf_map *em = &pg_elfset_maps(j->sets[e->set], &ne)[e->map];
+
+		ret = collect_under(j, s, s + 1, live, em->pid, em->start, em->len, t,
+				    budget_left(lv), &u, &nu, &cap);
+	}
+	if (!ret && below)
+		ret = push_under(j, lv, u, nu, t);
+	free(u);
+	return ret;
+}
+
 /* For a read of a live dump (another dump, even of the same pid, is
  * another process's or is read whole): the last set's code under
- * earlier reads' tables, and its tables over earlier reads' code, with
- * its own code over that code (the rewrite must not hide it).  Earlier
- * reads' tables are few (one map per image); finding the code under a
- * new tables map scans the earlier reads' maps.  That is within the
- * read's time, which spaces the reads (poll_live), as the read's parse
- * of the dump from its start is. */
+ * earlier reads' tables, at each time those were written, and its
+ * tables over earlier reads' code.  Earlier reads' tables are few (one
+ * map per image, and once more per anonymous map over it); finding the
+ * code under a new tables map scans the earlier reads' maps.  That is
+ * within the read's time, which spaces the reads (poll_live), as the
+ * read's parse of the dump from its start is. */
 static int tables_under_code(struct inj *j)
 {
 	size_t n, s = j->nsets - 1, ntabs = j->ntabs;
@@ -904,59 +973,29 @@ static int tables_under_code(struct inj *j)
 	if (!live)
 		return 0;
 	lv = &j->lives[live - 1];
-	lv->maps += n;
-	for (size_t i = 0; i < n; i++) {
-		struct setinfo *si = &j->setinfo[s];
-		uint64_t end = m[i].start + m[i].len < m[i].start ? UINT64_MAX
-								 : m[i].start + m[i].len;
-
-		si->lo = !i || m[i].start < si->lo ? m[i].start : si->lo;
-		si->hi = !i || end > si->hi ? end : si->hi;
-	}
 	for (size_t k = 0; k < ntabs && !ret; k++) {
-		const struct event *e = &j->tabs[k];
+		const struct tab *e = &j->tabs[k];
 		size_t nt;
-		const struct pg_elf_map *tm = &pg_elfset_maps(j->sets[e->set], &nt)[e->map];
-		uint64_t tt, lt;
+		const struct pg_elf_map *tm = &pg_elfset_maps(j->sets[e->ev.set], &nt)[e->ev.map];
 
-		if (j->setinfo[e->set].live != live)
+		/* (this set's own, from rehide_anons(), lie beside its code) */
+		if (e->ev.set == s || j->setinfo[e->ev.set].live != live)
 			continue;
-		map_times(j, e->set, e->map, &tt, &lt);
 		nu = 0;
-		ret = collect_under(j, s, s + 1, live, tm->pid, tm->start, tm->len, tt,
+		ret = collect_under(j, s, s + 1, live, tm->pid, tm->start, tm->len, e->time,
 				    budget_left(lv), &u, &nu, &cap);
 		if (!ret)
-			ret = push_under(j, lv, u, nu, tt);
+			ret = push_under(j, lv, u, nu, e->time);
 	}
+	free(u);
 	for (size_t i = 0; i < n && !ret; i++) {
 		uint64_t tt, lt;
-		size_t below;
 
 		if (m[i].kind != PG_ELF_MAP_TABLES)
 			continue;
-		if (!pg_grow((void **)&j->tabs, &j->tabs_cap, j->ntabs + 1, sizeof(*j->tabs))) {
-			ret = pg_err(j->diag, -ENOMEM, "out of memory");
-			break;
-		}
-		j->tabs[j->ntabs++] = (struct event){ (uint32_t)s, (uint32_t)i };
 		map_times(j, s, i, &tt, &lt);
-		nu = 0;
-		ret = collect_under(j, 0, s, live, m[i].pid, m[i].start, m[i].len, tt,
-				    budget_left(lv), &u, &nu, &cap);
-		below = nu;
-		/* this set's code over the code written again */
-		for (size_t k = 0; k < below && !ret; k++) {
-			const struct event *e = &u[k].ev;
-			size_t ne;
-			const struct pg_elf_map *em = &pg_elfset_maps(j->sets[e->set], &ne)[e->map];
-
-			ret = collect_under(j, s, s + 1, live, em->pid, em->start, em->len, tt,
-					    budget_left(lv), &u, &nu, &cap);
-		}
-		if (!ret && below)
-			ret = push_under(j, lv, u, nu, tt);
+		ret = tables_written(j, s, i, tt);
 	}
-	free(u);
 	return ret;
 }
 
@@ -991,8 +1030,10 @@ static int finish_dump(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool a
 		j->setinfo[j->nsets - 1].nimgs = (uint32_t)pg_elfset_count(set);
 	if (!ret)
 		ret = push_staged(j, nevs);
-	if (!ret)
+	if (!ret) {
+		live_set(j);
 		ret = rehide_anons(j, pi->pid);
+	}
 	if (!ret)
 		ret = tables_under_code(j);
 	if (!ret)
