@@ -58,9 +58,12 @@ chain length: inject passes samples through).
     and >= 95% of the JIT-code samples after the attach resolve; the share
     before the attach is printed.  Before the attach (README, Java): no
     sample is in a perfgraft image, and with the JVM's own map written just
-    before the attach (`jcmd PID Compiler.perfmap`) in place, >= 95% of them
-    are named in the injected recording, >= 95% of those like the JVM's map
-    at exit, while >= 95% after the attach stay in perfgraft's images.
+    before the attach (`jcmd PID Compiler.perfmap`) in place, every one of
+    them is named in the injected recording as perf names it in the
+    original one with that map (more than 50 named), at least a quarter of
+    those the JVM's map at exit names too alike (a sanity floor: the JVM
+    replaces code between the two maps, more on a loaded machine), while
+    >= 95% after the attach stay in perfgraft's images.
 
 Skipped (with the reason) without java/javac/jcmd, perf record, or the
 agent: $PERFGRAFT_JVMTI, else BUILDDIR/src/jvmti/libperfgraft-jvmti.so
@@ -696,7 +699,13 @@ class Attach(JavaRun):
         self.assertEqual(differ[:5], [], "%d samples before the attach read otherwise "
                          "than in the original recording with the same map" % len(differ))
         self.assertGreater(named, 50, "the map at the attach named too few samples")
-        self.assertGreaterEqual(agree, 0.95 * len(both))
+        # The map at exit names what was at each address when the JVM
+        # ended: code replaced since the sample (more of it the slower the
+        # machine) names it otherwise.  All alike on an idle machine, 793 of
+        # 1356 with a fuzzer beside the CI's two suites; a map of another
+        # process or run would name almost none alike.
+        self.assertGreaterEqual(agree, 0.25 * len(both),
+                                "the map at the attach is not this JVM's")
         kept = sum(1 for k in after if is_image(self.inj_map[k].frames[0][2], self.imgdir)
                    and java_name(self.inj_map[k].frames[0][1]))
         self.assertGreaterEqual(kept, RESOLVED_MIN / 100 * len(after),
