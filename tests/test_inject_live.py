@@ -485,6 +485,20 @@ class LiveTables(unittest.TestCase):
             anon=(p - 0x1000, 0x2000, t0 + 2_500_000))
         self.assertEqual(got, ["jit_a", "jit_a", "jit_c", "jit_z"], log)
 
+    def test_own_time_rewrites_first(self):
+        """The budget goes to the tables' own time first: with it too
+        small for both, the group at an anonymous map's later time is
+        the one left out (with the warning), not the one from the
+        tables' time to the anonymous map's."""
+        t0, p, z = self.T0, self.P, self.Z
+        tiny = [("tiny_%d" % i, p + i, t0 + 1000 + i, 1, False) for i in range(80)]
+        got, _, log = self.run_reads(
+            [[("jit_z", z, t0)] + tiny, [("jit_c", p - 0x90, t0 + 1_500_000)]],
+            [(p + 8, t0 + 2_000_000), (p - 0x90 + 8, t0 + 4_000_000)],
+            quiet=False, anon=(p - 0x1000, 0x2000, t0 + 2_500_000))
+        self.assertEqual(got, ["tiny_8", "jit_c"], log)
+        self.assertIn("over each other's code more than", log)
+
     def test_rewrites_bounded(self):
         """Reads that put their tables over the same code again and again
         (here 80 one-byte functions, each read's code replacing the last

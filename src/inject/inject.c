@@ -37,10 +37,12 @@ struct event {			/* an MMAP2 to inject: a set's map (its time the key's) */
 };
 
 /* An unwind-tables map of a live dump's read, and a time it is written
- * at (its own, or an anonymous map's: rehide_anons), in inj->tabs. */
+ * at (its own, or an anonymous map's: rehide_anons, which then writes
+ * the later reads' maps under that map itself), in inj->tabs. */
 struct tab {
 	struct event ev;
 	uint64_t time;
+	uint64_t astart, alen;	/* the anonymous map's; alen 0: its own time */
 };
 
 struct pidinfo {
@@ -169,9 +171,9 @@ struct live {
 	bool ended;		/* samples no longer wait for it */
 	bool final_done;	/* read for the last time */
 	bool stale;		/* ended by --live-wait */
-	/* maps its reads queued, and those tables_under_code() wrote again:
-	 * never more than the first (the output stays within twice the
-	 * maps a dump gives, whatever its reads overlap) */
+	/* maps its reads queued, and those written again under tables
+	 * (tables_written, tables_under_code): never more than the first,
+	 * whatever its reads overlap */
 	uint64_t maps, rewrites;
 	bool rewrites_warned;
 };
@@ -757,7 +759,8 @@ static int push_staged(struct inj *j, size_t n)
 }
 
 static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen);
-static int tables_written(struct inj *j, size_t s, size_t i, uint64_t t);
+static int tables_written(struct inj *j, size_t s, size_t i, uint64_t t,
+			  uint64_t astart, uint64_t alen);
 
 /* The last set's maps under an executable anonymous map the output has
  * already (pidinfo.anons) and older than it: written again at its time,
@@ -783,7 +786,8 @@ static int rehide_anons(struct inj *j, uint32_t pid)
 				ret = heap_push(j, (uint32_t)s, (uint32_t)i, pi->anons[a].time);
 				/* tables written again must not hide code again */
 				if (!ret && m[i].kind == PG_ELF_MAP_TABLES)
-					ret = tables_written(j, s, i, pi->anons[a].time);
+					ret = tables_written(j, s, i, pi->anons[a].time,
+							     pi->anons[a].start, pi->anons[a].len);
 				j->st->early++;
 			}
 		}
@@ -827,11 +831,13 @@ static int under_cmp(const void *a, const void *b)
 
 /* Collects into *u the code maps of pid under [start, start + len) that
  * start at tt or before, in the sets among [s0, s1) that are reads of
- * the live dump live; no more once *nu passes limit (the group is then
- * over the budget: push_under() writes none of it). */
+ * the live dump live, but for those under tab's anonymous map (tab
+ * may be NULL), which rehide_anons() writes again at tt itself; no more
+ * once *nu passes limit (the group is then over the budget:
+ * push_under() writes none of it). */
 static int collect_under(struct inj *j, size_t s0, size_t s1, uint32_t live, uint32_t pid,
-			 uint64_t start, uint64_t len, uint64_t tt, size_t limit,
-			 struct under **u, size_t *nu, size_t *cap)
+			 uint64_t start, uint64_t len, uint64_t tt, const struct tab *tab,
+			 size_t limit, struct under **u, size_t *nu, size_t *cap)
 {
 	for (size_t s = s0; s < s1 && *nu <= limit; s++) {
 		const struct setinfo *si = &j->setinfo[s];
@@ -847,7 +853,8 @@ static int collect_under(struct inj *j, size_t s0, size_t s1, uint32_t live, uin
 			    !overlaps(m[i].start, m[i].len, start, len))
 				continue;
 			map_times(j, s, i, &t, &lt);
-			if (t > tt)
+			if (t > tt || (tab && tab->alen &&
+				       overlaps(m[i].start, m[i].len, tab->astart, tab->alen)))
 				continue;
 			if (!pg_grow((void **)u, cap, *nu + 1, sizeof(**u)))
 				return pg_err(j->diag, -ENOMEM, "out of memory");
@@ -920,7 +927,8 @@ static void live_set(struct inj *j)
  * anonymous map's): noted for later reads' code under it, and the
  * earlier reads' code under it written again at t, with this read's
  * own code over that code (the rewrite must not hide it). */
-static int tables_written(struct inj *j, size_t s, size_t i, uint64_t t)
+static int tables_written(struct inj *j, size_t s, size_t i, uint64_t t,
+			  uint64_t astart, uint64_t alen)
 {
 	uint32_t live = j->setinfo[s].live;
 	size_t n, nu = 0, cap = 0, below;
@@ -934,8 +942,8 @@ static int tables_written(struct inj *j, size_t s, size_t i, uint64_t t)
 	lv = &j->lives[live - 1];
 	if (!pg_grow((void **)&j->tabs, &j->tabs_cap, j->ntabs + 1, sizeof(*j->tabs)))
 		return pg_err(j->diag, -ENOMEM, "out of memory");
-	j->tabs[j->ntabs++] = (struct tab){ { (uint32_t)s, (uint32_t)i }, t };
-	ret = collect_under(j, 0, s, live, m[i].pid, m[i].start, m[i].len, t,
+	j->tabs[j->ntabs++] = (struct tab){ { (uint32_t)s, (uint32_t)i }, t, astart, alen };
+	ret = collect_under(j, 0, s, live, m[i].pid, m[i].start, m[i].len, t, NULL,
 			    budget_left(lv), &u, &nu, &cap);
 	below = nu;
 	for (size_t k = 0; k < below && !ret; k++) {
@@ -944,7 +952,7 @@ static int tables_written(struct inj *j, size_t s, size_t i, uint64_t t)
 		const struct pg_elf_map *em = &pg_elfset_maps(j->sets[e->set], &ne)[e->map];
 
 		ret = collect_under(j, s, s + 1, live, em->pid, em->start, em->len, t,
-				    budget_left(lv), &u, &nu, &cap);
+				    NULL, budget_left(lv), &u, &nu, &cap);
 	}
 	if (!ret && below)
 		ret = push_under(j, lv, u, nu, t);
@@ -983,7 +991,7 @@ static int tables_under_code(struct inj *j)
 			continue;
 		nu = 0;
 		ret = collect_under(j, s, s + 1, live, tm->pid, tm->start, tm->len, e->time,
-				    budget_left(lv), &u, &nu, &cap);
+				    e, budget_left(lv), &u, &nu, &cap);
 		if (!ret)
 			ret = push_under(j, lv, u, nu, e->time);
 	}
@@ -994,7 +1002,7 @@ static int tables_under_code(struct inj *j)
 		if (m[i].kind != PG_ELF_MAP_TABLES)
 			continue;
 		map_times(j, s, i, &tt, &lt);
-		ret = tables_written(j, s, i, tt);
+		ret = tables_written(j, s, i, tt, 0, 0);
 	}
 	return ret;
 }
@@ -1030,12 +1038,14 @@ static int finish_dump(struct inj *j, pg_elfset *set, struct pidinfo *pi, bool a
 		j->setinfo[j->nsets - 1].nimgs = (uint32_t)pg_elfset_count(set);
 	if (!ret)
 		ret = push_staged(j, nevs);
+	/* the tables' own times take the budget first: rehide_anons()'s
+	 * groups at later times only add to them */
 	if (!ret) {
 		live_set(j);
-		ret = rehide_anons(j, pi->pid);
+		ret = tables_under_code(j);
 	}
 	if (!ret)
-		ret = tables_under_code(j);
+		ret = rehide_anons(j, pi->pid);
 	if (!ret)
 		j->st->dumps++;
 	return ret;
