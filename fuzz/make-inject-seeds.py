@@ -219,32 +219,13 @@ def seeds():
     z, p = 0x7F0000400000, 0x7F0000200000
 
     def live(reads, samples, attr=None, flags=STDIN | OUT_STDOUT, anon=None):
-        """reads as LiveTables' in tests/test_inject_live.py: per read,
-        (name, addr, time[, size, cfi]) LOADs, ("UNLOAD", addr, time, size,
-        index) and ("MOVE", index, old, new, size, time); a sample after
+        """reads as JitdumpBuilder.add_reads takes them; a sample after
         each read's records waits for the next read; anon: (start, len,
         time) of an executable anonymous map before the marker."""
         d = J.JitdumpBuilder(pid=PID, timestamp=T)
-        pieces, last, nload, start = [], [], 0, 0
-        for items in reads:
-            for it in items:
-                if it[0] == "UNLOAD":
-                    d.unload(it[1], it[3], it[4], timestamp=it[2])
-                    continue
-                if it[0] == "MOVE":
-                    d.move(it[1], it[2], it[3], it[4], timestamp=it[5])
-                    continue
-                name, addr, t = it[:3]
-                size, cfi = it[3:] if len(it) > 3 else (0x40, True)
-                nload += 1
-                if cfi:
-                    d.cfi_unwinding_info(addr, size, timestamp=t)
-                code = J.x86_64_code(size, nload) if size >= 6 else b"\xc3" * size
-                d.load(name.encode(), code, addr, nload, timestamp=t)
-            whole = d.to_bytes()
-            pieces.append(whole[start:])
-            start = len(whole)
-            last.append(max(it[2] if it[0] != "MOVE" else it[5] for it in items))
+        ends, last = d.add_reads(reads)
+        whole = d.to_bytes()
+        pieces = [whole[a:b] for a, b in zip([0] + ends[:-1], ends)]
         b = G.PerfDataBuilder(attrs=[attr or G.Attr(ids=[7])], pipe=True)
         b.comm(PID, PID, "jit", T - 3000)
         if anon:

@@ -448,6 +448,34 @@ class JitdumpBuilder:
         eh, hdr, _ = build_eh_frame(code_addr, code_size, self.bo, self.arch)
         return self.unwinding_info(eh, hdr, **kw)
 
+    def add_reads(self, reads):
+        """What a live dump holds at each of its reads, in turn: per read,
+        (name, addr, time) for a 0x40-byte function with CFI (V8's layout:
+        its LOAD's map covers its code and its CFI), (name, addr, time,
+        size, False) for one without, ("UNLOAD", addr, time, size, index)
+        for the UNLOAD of the index-th LOAD (from 1; the LOADs count from
+        1 too) and ("MOVE", index, old, new, size, time).  -> (the dump's
+        length after each read's records, each read's last time)."""
+        ends, last, nload = [], [], 0
+        for items in reads:
+            for it in items:
+                if it[0] == "UNLOAD":
+                    self.unload(it[1], it[3], it[4], timestamp=it[2])
+                    continue
+                if it[0] == "MOVE":
+                    self.move(it[1], it[2], it[3], it[4], timestamp=it[5])
+                    continue
+                name, addr, t = it[:3]
+                size, cfi = it[3:] if len(it) > 3 else (0x40, True)
+                nload += 1
+                if cfi:
+                    self.cfi_unwinding_info(addr, size, timestamp=t)
+                code = x86_64_code(size, nload) if size >= 6 else b"\xc3" * size
+                self.load(name.encode(), code, addr, nload, timestamp=t)
+            ends.append(len(self.to_bytes()))
+            last.append(max(it[5] if it[0] == "MOVE" else it[2] for it in items))
+        return ends, last
+
     def empty_unwinding_info(self, **kw):
         """V8's record for code without CFI: 20-byte empty hdr, mapped_size 0."""
         kw.setdefault("mapped_size", 0)

@@ -386,32 +386,15 @@ class LiveTables(unittest.TestCase):
         self.addCleanup(shutil.rmtree, self.d, True)
 
     def run_reads(self, reads, samples, quiet=True, anon=None):
-        """reads: what the dump holds at each read, in turn: (name, addr,
-        time) for a 0x40-byte function with CFI (V8's layout: its LOAD's
-        map covers its code and its CFI, 0x90 bytes), (name, addr, time,
-        size, False) for one without, ("UNLOAD", addr, time, size, index)
-        for the UNLOAD of the index-th LOAD (from 1); samples: [(ip,
-        time)]; anon: (start, len, time) of an executable anonymous map
-        that comes before the dump's marker.  -> (the symbols perf script
-        names at those times, its MMAP2 count, a log)."""
+        """reads: what the dump holds at each read, in turn (see
+        JitdumpBuilder.add_reads); samples: [(ip, time)]; anon: (start,
+        len, time) of an executable anonymous map that comes before the
+        dump's marker.  -> (the symbols perf script names at those times,
+        its MMAP2 count, a log)."""
         pid, t0 = self.PID, self.T0
         jd = jg.JitdumpBuilder(pid=pid)
-        cuts, last, nload = [], [], 0
-        for r, items in enumerate(reads):
-            if r:
-                cuts.append(len(jd.to_bytes()))
-            for it in items:
-                if it[0] == "UNLOAD":
-                    jd.unload(it[1], it[3], it[4], timestamp=it[2])
-                    continue
-                name, addr, t = it[:3]
-                size, cfi = it[3:] if len(it) > 3 else (0x40, True)
-                nload += 1
-                if cfi:
-                    jd.cfi_unwinding_info(addr, size, timestamp=t)
-                code = jg.x86_64_code(size, nload) if size >= 6 else b"\xc3" * size
-                jd.load(name.encode(), code, addr, nload, timestamp=t)
-            last.append(max(it[2] for it in items))
+        ends, last = jd.add_reads(reads)
+        cuts = ends[:-1]
         whole = jd.to_bytes()
         dump = os.path.join(self.d, "jit-%d.dump" % pid)
         parts = []
