@@ -278,7 +278,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint32_t pid = dump_pid(part, n);
 		char *p = dumps[ndumps];
 		struct stat sb;
-
 		struct grow *g = &grows[ndumps];
 		int bad = 0;
 

@@ -212,7 +212,7 @@ def seeds():
     b.finished_round()
     out["14-found-waiting-dump-warns"] = seed(OUT_FILE, b.to_bytes(), d.to_bytes())
 
-    # 15-18: a pipe read from standard input while the dump grows: its
+    # 15-20: a pipe read from standard input while the dump grows: its
     # pieces (CUT) are appended one a look (see fuzz_inject.c), so each
     # read finds more; after the first piece an empty one, since the look
     # that finds the dump (its marker) appends one before it reads

@@ -84,7 +84,8 @@ struct inj {
 	size_t nslots, evs_cap;
 	uint32_t *freeslots;
 	size_t nfree, free_cap;
-	/* every set's unwind-tables maps, for tables_under_code() */
+	/* live reads' unwind-tables maps, once for each time they are
+	 * written (tables_written), for later reads' tables_under_code() */
 	struct tab *tabs;
 	size_t ntabs, tabs_cap;
 	/* the images written: each set's own (pg_elfset_image), their
@@ -904,7 +905,7 @@ static int push_under(struct inj *j, struct live *lv, struct under *u, size_t nu
 
 /* A read of a live dump: its maps count in the dump's budget, and where
  * they lie bounds the reads tables_written() and tables_under_code()
- * look at.  Before rehide_anons(), which may write tables again. */
+ * look at.  Before both of them. */
 static void live_set(struct inj *j)
 {
 	size_t n, s = j->nsets - 1;
@@ -970,7 +971,7 @@ static int tables_written(struct inj *j, size_t s, size_t i, uint64_t t,
  * read's parse of the dump from its start is. */
 static int tables_under_code(struct inj *j)
 {
-	size_t n, s = j->nsets - 1, ntabs = j->ntabs;
+	size_t n, s = j->nsets - 1;
 	const struct pg_elf_map *m = pg_elfset_maps(j->sets[s], &n);
 	uint32_t live = j->setinfo[s].live;
 	struct live *lv;
@@ -981,13 +982,12 @@ static int tables_under_code(struct inj *j)
 	if (!live)
 		return 0;
 	lv = &j->lives[live - 1];
-	for (size_t k = 0; k < ntabs && !ret; k++) {
+	for (size_t k = 0; k < j->ntabs && !ret; k++) {
 		const struct tab *e = &j->tabs[k];
 		size_t nt;
 		const struct pg_elf_map *tm = &pg_elfset_maps(j->sets[e->ev.set], &nt)[e->ev.map];
 
-		/* (this set's own, from rehide_anons(), lie beside its code) */
-		if (e->ev.set == s || j->setinfo[e->ev.set].live != live)
+		if (j->setinfo[e->ev.set].live != live)
 			continue;
 		nu = 0;
 		ret = collect_under(j, s, s + 1, live, tm->pid, tm->start, tm->len, e->time,
